@@ -1,0 +1,146 @@
+// collie/comm.h — the collective and point-to-point operations (MindSpore comm_func).
+//
+// Every function takes tensors of any dtype and any strides, never modifies its
+// inputs, and returns new contiguous tensors. Ranks named by the caller (dst, src,
+// peer) are WORLD ranks; `group` names the group the operation runs in (default:
+// the world). N below is the group's size. All members of the group must call a
+// collective in the same order with matching arguments; a rank that calls a
+// different operation or size gets CommError naming both calls, a peer that dies
+// gets CommError naming it, and a peer that never arrives gets TimeoutError after
+// the group's deadline (COLLIE_TIMEOUT). After such a failure the group is unusable.
+//
+// Functions with `async_op` return (output, handle): with async_op=false the
+// operation has completed and the handle is empty; with async_op=true the output
+// is valid after handle.wait().
+//
+// Example (4 ranks):
+//   auto x = collie::Tensor::ones({2, 8});
+//   auto [y, h] = collie::all_reduce(x);                     // y == 4 everywhere
+//   auto g = collie::all_gather_into_tensor(x).first;         // shape [8, 8]
+//   auto r = collie::reduce(x, /*dst=*/1);                    // rank 1: 4s; others: shape [1]
+//   collie::barrier();
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "collie/handle.h"
+#include "collie/runtime.h"
+#include "collie/tensor.h"
+
+namespace collie {
+
+enum class ReduceOp { SUM, PROD, MIN, MAX };
+
+// "sum", "prod", "min", "max"
+std::string_view reduce_op_name(ReduceOp op);
+// Parses those names; TypeError naming `op_name_for_error` ("For all_reduce, ...") otherwise.
+ReduceOp parse_reduce_op(std::string_view name, std::string_view function = "all_reduce");
+
+// Element-wise reduction over the group; every rank gets the result (same shape).
+// SUM/PROD/MIN/MAX for every dtype (bool: SUM/MAX = or, PROD/MIN = and); float16 and
+// bfloat16 accumulate in float32. Results are bitwise identical on every rank.
+std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::SUM,
+                                         std::string_view group = WORLD, bool async_op = false);
+
+// Concatenation along dim 0 in group-rank order: [x1, ...] -> [N*x1, ...]. A 0-d input
+// gives [N]. Every rank must pass the same shape.
+std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor,
+                                                     std::string_view group = WORLD,
+                                                     bool async_op = false);
+
+// Reduces over the group, then group rank r keeps rows [r*x1/N, (r+1)*x1/N):
+// [x1, ...] -> [x1/N, ...]. ValueError if the input is 0-d or x1 % N != 0.
+std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor,
+                                                    ReduceOp op = ReduceOp::SUM,
+                                                    std::string_view group = WORLD,
+                                                    bool async_op = false);
+
+// Reduces to world rank `dst`, which gets the result (same shape). Every other rank
+// gets a shape-[1] tensor of zeros, as MindSpore's comm_func.reduce does.
+// RuntimeError if dst is not a member of the group.
+Tensor reduce(const Tensor& tensor, int dst, ReduceOp op = ReduceOp::SUM,
+              std::string_view group = WORLD);
+
+// World rank `src` splits its tensor along dim 0 into N equal parts; group rank r
+// gets part r ([x1, ...] -> [x1/N, ...]). Other ranks pass a tensor of the same shape
+// and dtype (values ignored). ValueError if 0-d or x1 % N != 0.
+Tensor scatter_tensor(const Tensor& tensor, int src = 0, std::string_view group = WORLD);
+
+// World rank `dst` gets the concatenation along dim 0 in group-rank order
+// ([N*x1, ...]); every other rank gets a shape-[1] tensor of zeros.
+Tensor gather_into_tensor(const Tensor& tensor, int dst = 0, std::string_view group = WORLD);
+
+// Every rank gets world rank `src`'s tensor (same shape and dtype on all ranks).
+Tensor broadcast(const Tensor& tensor, int src = 0, std::string_view group = WORLD);
+
+// Returns once every member of the group has entered the barrier.
+void barrier(std::string_view group = WORLD);
+
+// Point-to-point. `dst`/`src` are world ranks and must be members of `group`;
+// messages are matched by (source, group, tag) in the order they were sent; a
+// receive must name the sender's exact size and dtype (CommError otherwise).
+// Sending to oneself is allowed (pair it with an irecv).
+void send(const Tensor& tensor, int dst = 0, std::string_view group = WORLD, int tag = 0);
+// Returns a new tensor with `tensor`'s shape and dtype holding the received data.
+Tensor recv(const Tensor& tensor, int src = 0, std::string_view group = WORLD, int tag = 0);
+CommHandle isend(const Tensor& tensor, int dst = 0, std::string_view group = WORLD, int tag = 0);
+std::pair<Tensor, CommHandle> irecv(const Tensor& tensor, int src = 0,
+                                    std::string_view group = WORLD, int tag = 0);
+
+// One operation of batch_isend_irecv.
+struct P2POp {
+  enum class Kind { ISEND, IRECV };
+
+  // op is "isend" or "irecv" (ValueError otherwise). For irecv, `tensor` gives
+  // the shape and dtype to receive.
+  P2POp(std::string_view op, Tensor tensor, int peer, std::string_view group = WORLD, int tag = 0);
+  // An irecv described by shape and dtype only (MindSpore: tensor=tuple, recv_dtype=...).
+  P2POp(std::string_view op, Shape shape, int peer, std::string_view group, int tag,
+        DType recv_dtype);
+
+  Kind kind;
+  Tensor tensor;         // isend: the data; irecv: a template (empty when by shape)
+  Shape recv_shape;      // irecv: the shape to receive
+  DType recv_dtype;      // irecv: the dtype to receive
+  int peer;              // world rank
+  std::string group;
+  int tag;
+};
+
+// Starts every op at once and waits for all of them. Returns one tensor per op in
+// list order: received tensors for irecv, a 0-d float32 zero placeholder for isend.
+// Any order of sends and receives completes (no deadlock), whatever the sizes.
+// TypeError for an empty list.
+std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list);
+
+// input_tensor_list[i] goes to group rank i; output i (shape output_shape_list[i])
+// comes from group rank i. Lists must have N entries and one dtype (TypeError).
+// The sender's and receiver's element counts must agree (CommError otherwise).
+std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
+    const std::vector<Shape>& output_shape_list, const std::vector<Tensor>& input_tensor_list,
+    std::string_view group = WORLD, bool async_op = false);
+
+// Splits `tensor` along dim 0 by input_split_sizes (empty = N equal parts) and sends
+// part i to group rank i; concatenates what arrives (rows per rank output_split_sizes,
+// empty = N equal parts of output_shape[0]) into shape (-1, output_shape[1:]).
+// Split sizes come from the INPUT tensor's own shape (MindSpore 2.5+ wrongly uses
+// output_shape). ValueError for indivisible sizes or lists of the wrong length/sum.
+std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
+    const Shape& output_shape, const Tensor& tensor,
+    const std::vector<int64_t>& output_split_sizes = {},
+    const std::vector<int64_t>& input_split_sizes = {}, std::string_view group = WORLD,
+    bool async_op = false);
+
+// send_count_matrix[i*N + j] = rows (along dim 0) group rank i sends to group rank j,
+// the same matrix on every rank. Rows are written into `output` (contiguous, with
+// enough rows: ValueError otherwise). TypeError if the matrix is not N*N, ValueError
+// if input and output differ in row size or dtype.
+CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
+                          const std::vector<int64_t>& send_count_matrix,
+                          std::string_view group = WORLD, bool async_op = false);
+
+}  // namespace collie

@@ -1,0 +1,48 @@
+// The environment contract: how a process learns its place in the job.
+//
+// init() reads, in this order (the first family whose rank AND size are set wins):
+//   1. COLLIE_RANK, COLLIE_WORLD_SIZE, COLLIE_LOCAL_RANK, COLLIE_LOCAL_WORLD_SIZE,
+//      COLLIE_JOB_ID                                   (set by `collie run`)
+//   2. RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (torchrun; job id from
+//      TORCHELASTIC_RUN_ID or MASTER_PORT)
+//   3. OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpirun), PMI_RANK/PMI_SIZE
+//      (+ MPI_LOCALRANKID/MPI_LOCALNRANKS), SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID
+//   4. none of them: a world of one.
+// Tuning and safety knobs (all optional): COLLIE_TIMEOUT (seconds, default 300),
+// COLLIE_BACKEND, COLLIE_SHM_SLOT_BYTES, COLLIE_P2P_RING_BYTES.
+// docs/env.md is the user-facing copy of this contract; keep them in step.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace collie::detail {
+
+struct LaunchEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string job_id = "single";  // [A-Za-z0-9_] only; scopes shared-memory names
+  std::string source = "none (a world of one)";  // which family of variables was used
+};
+
+// Reads the launch variables. ValueError for malformed or inconsistent values
+// (non-integers, rank >= size, size < 1), naming the variable.
+LaunchEnv read_launch_env();
+
+// Default deadline of every wait, from COLLIE_TIMEOUT (seconds, > 0), else 300.
+double default_timeout_seconds();
+
+// A positive byte count from variable `name`, else `fallback`. Accepts K/M/G suffixes.
+size_t env_bytes(const char* name, size_t fallback);
+
+// Job ids from foreign launchers may contain anything; keep [A-Za-z0-9_], map the rest to '_'.
+std::string sanitize_job_id(const std::string& raw);
+
+// The environment variables that init() would read, with their current values
+// (unset ones omitted). For `collie info`.
+std::map<std::string, std::string> relevant_environment();
+
+}  // namespace collie::detail
