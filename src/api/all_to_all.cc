@@ -1,0 +1,183 @@
+// The three all-to-all functions of comm_func (collie/comm.h).
+#include <numeric>
+#include <string>
+
+#include "api/api_common.h"
+
+namespace collie {
+
+using detail::Backend;
+using detail::OpKind;
+using collie::WorkPtr;
+
+namespace {
+
+int64_t row_size(const Shape& shape) {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Split sizes along dim 0: the given list (checked), or N equal parts.
+std::vector<int64_t> split_sizes(const std::vector<int64_t>& given, int64_t rows, int n,
+                                 const char* which) {
+  if (given.empty()) {
+    if (rows % n != 0) {
+      throw ValueError(std::string(which) + " shape at dim 0 must be divided by world_size, but got " +
+                       std::to_string(rows) + " and " + std::to_string(n) + ".");
+    }
+    return std::vector<int64_t>(static_cast<size_t>(n), rows / n);
+  }
+  if (given.size() != static_cast<size_t>(n)) {
+    throw ValueError(std::string("all_to_all_single_with_output_shape: ") + which +
+                     "_split_sizes " + list_str(given) + " must have one entry per rank (" +
+                     std::to_string(n) + ")");
+  }
+  int64_t sum = 0;
+  for (int64_t v : given) {
+    if (v < 0) throw ValueError(std::string("all_to_all_single_with_output_shape: negative ") + which + "_split_sizes " + list_str(given));
+    sum += v;
+  }
+  if (sum != rows) {
+    throw ValueError(std::string("all_to_all_single_with_output_shape: ") + which +
+                     "_split_sizes " + list_str(given) + " sum to " + std::to_string(sum) +
+                     " but the " + which + " has " + std::to_string(rows) + " rows at dim 0");
+  }
+  return given;
+}
+
+WorkPtr launch(detail::Group& g, const Tensor& in, std::vector<size_t> send, const Tensor& out,
+               std::vector<size_t> recv) {
+  detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0);  // counts differ per rank
+  return g.submit(info, {in, out}, [&](Backend& b, const WorkPtr& w) {
+    b.all_to_all(w, in.data_ptr(), send, out.data_ptr(), recv, in.dtype());
+  });
+}
+
+}  // namespace
+
+std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
+    const std::vector<Shape>& output_shape_list, const std::vector<Tensor>& input_tensor_list,
+    std::string_view group, bool async_op) {
+  auto g = detail::lookup_for_op(group, "all_to_all_with_output_shape");
+  const size_t n = static_cast<size_t>(g->size());
+  if (input_tensor_list.size() != n || output_shape_list.size() != n) {
+    throw TypeError("For all_to_all_with_output_shape, input_tensor_list (" +
+                    std::to_string(input_tensor_list.size()) + ") and output_shape_list (" +
+                    std::to_string(output_shape_list.size()) +
+                    ") must have one entry per rank of the group (" + std::to_string(n) + ")");
+  }
+  DType dtype = input_tensor_list[0].dtype();
+  for (const Tensor& t : input_tensor_list) {
+    if (t.dtype() != dtype) {
+      throw TypeError("all_to_all input dtype must be the same, but got " + std::string(dtype_name(dtype)) +
+                      " and " + std::string(dtype_name(t.dtype())) + ".");
+    }
+  }
+  std::vector<Tensor> flat;
+  std::vector<size_t> send(n), recv(n);
+  int64_t total_recv = 0;
+  for (size_t i = 0; i < n; ++i) {
+    flat.push_back(input_tensor_list[i].reshape({input_tensor_list[i].numel()}));
+    send[i] = static_cast<size_t>(input_tensor_list[i].numel());
+    recv[i] = static_cast<size_t>(shape_numel(output_shape_list[i]));
+    total_recv += static_cast<int64_t>(recv[i]);
+  }
+  Tensor in = Tensor::cat(flat);
+  Tensor out = Tensor::empty({total_recv}, dtype);
+  WorkPtr w = launch(*g, in, send, out, recv);
+  std::vector<Tensor> outputs;
+  int64_t offset = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t len = static_cast<int64_t>(recv[i]);
+    outputs.push_back(out.slice(offset, offset + len).reshape(output_shape_list[i]));
+    offset += len;
+  }
+  if (!async_op) {
+    w->wait();
+    return {outputs, CommHandle()};
+  }
+  return {outputs, CommHandle(w)};
+}
+
+std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
+    const Shape& output_shape, const Tensor& tensor, const std::vector<int64_t>& output_split_sizes,
+    const std::vector<int64_t>& input_split_sizes, std::string_view group, bool async_op) {
+  auto g = detail::lookup_for_op(group, "all_to_all_single_with_output_shape");
+  const int n = g->size();
+  if (tensor.dim() == 0) {
+    throw ValueError("For all_to_all_single_with_output_shape, the input must have at least one dimension");
+  }
+  if (output_shape.empty()) {
+    throw ValueError("For all_to_all_single_with_output_shape, output_shape must have at least one dimension");
+  }
+  // Sizes of what is sent come from the input tensor itself (not from output_shape).
+  auto in_split = split_sizes(input_split_sizes, tensor.size(0), n, "input");
+  auto out_split = split_sizes(output_split_sizes, output_shape[0], n, "output");
+  const int64_t in_row = row_size(tensor.shape()), out_row = row_size(output_shape);
+  std::vector<size_t> send(static_cast<size_t>(n)), recv(static_cast<size_t>(n));
+  for (size_t i = 0; i < send.size(); ++i) {
+    send[i] = static_cast<size_t>(in_split[i] * in_row);
+    recv[i] = static_cast<size_t>(out_split[i] * out_row);
+  }
+  Tensor in = tensor.contiguous();
+  Tensor out = Tensor::empty(output_shape, tensor.dtype());
+  return detail::finish(out, launch(*g, in, send, out, recv), async_op);
+}
+
+CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
+                          const std::vector<int64_t>& send_count_matrix, std::string_view group,
+                          bool async_op) {
+  auto g = detail::lookup_for_op(group, "all_to_all_v_c");
+  const size_t n = static_cast<size_t>(g->size());
+  if (send_count_matrix.size() != n * n) {
+    throw TypeError("send_count_matrix must be square matrix, but got " +
+                    std::to_string(send_count_matrix.size()) + ".");
+  }
+  for (int64_t v : send_count_matrix) {
+    if (v < 0) throw ValueError("all_to_all_v_c: send_count_matrix has a negative count " + std::to_string(v));
+  }
+  const int64_t in_row = row_size(input.shape()), out_row = row_size(output.shape());
+  if (in_row != out_row) {
+    throw ValueError("The input and output dimensions except 0 must be of equal size, but got " +
+                     std::to_string(in_row) + " and " + std::to_string(out_row) + ".");
+  }
+  if (input.dtype() != output.dtype()) {
+    throw ValueError("all_to_all_v_c: input dtype " + std::string(dtype_name(input.dtype())) +
+                     " differs from output dtype " + std::string(dtype_name(output.dtype())));
+  }
+  if (!output.is_contiguous()) {
+    throw ValueError("all_to_all_v_c writes into output, which must be contiguous");
+  }
+  const size_t me = static_cast<size_t>(g->rank());
+  std::vector<size_t> send(n), recv(n);
+  int64_t rows_out = 0, rows_in = 0;
+  for (size_t j = 0; j < n; ++j) {
+    send[j] = static_cast<size_t>(send_count_matrix[me * n + j] * in_row);
+    recv[j] = static_cast<size_t>(send_count_matrix[j * n + me] * out_row);
+    rows_in += send_count_matrix[me * n + j];
+    rows_out += send_count_matrix[j * n + me];
+  }
+  const int64_t have_in = input.dim() == 0 ? 1 : input.size(0);
+  const int64_t have_out = output.dim() == 0 ? 1 : output.size(0);
+  if (rows_in > have_in || rows_out > have_out) {
+    throw ValueError("all_to_all_v_c: rank " + std::to_string(me) + " sends " + std::to_string(rows_in) +
+                     " rows (input has " + std::to_string(have_in) + ") and receives " +
+                     std::to_string(rows_out) + " rows (output has " + std::to_string(have_out) + ")");
+  }
+  Tensor in = input.contiguous();
+  WorkPtr w = launch(*g, in, send, output, recv);
+  if (!async_op) {
+    w->wait();
+    return CommHandle();
+  }
+  return CommHandle(w);
+}
+
+}  // namespace collie

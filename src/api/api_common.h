@@ -1,0 +1,45 @@
+// Helpers shared by the comm_func implementations: argument checks with
+// MindSpore's messages, and the step from a launched Work to the returned value.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "collie/comm.h"
+#include "collie/errors.h"
+#include "runtime/group.h"
+#include "runtime/runtime_state.h"
+
+namespace collie::detail {
+
+// A description of a call for the choke point (group and seq are stamped there).
+inline OpInfo op_info(OpKind kind, const Tensor& t, uint64_t count, ReduceOp op = ReduceOp::SUM,
+                      int root = -1) {
+  OpInfo info;
+  info.kind = kind;
+  info.count = count;
+  info.dtype = t.dtype();
+  info.reduce_op = op;
+  info.root = root;
+  return info;
+}
+
+// Waits unless async; returns (output, handle) as comm_func does.
+inline std::pair<Tensor, CommHandle> finish(Tensor out, const WorkPtr& work, bool async_op) {
+  if (async_op) return {std::move(out), CommHandle(work)};
+  work->wait();
+  return {std::move(out), CommHandle()};
+}
+
+inline std::string shape_str(const Tensor& t) { return shape_to_string(t.shape()); }
+
+// Shape with dim 0 replaced.
+inline Shape with_rows(const Shape& shape, int64_t rows) {
+  Shape s = shape;
+  if (s.empty()) return {rows};
+  s[0] = rows;
+  return s;
+}
+
+}  // namespace collie::detail

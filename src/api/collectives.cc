@@ -1,0 +1,145 @@
+// The rooted and unrooted collectives of comm_func (collie/comm.h).
+#include <string>
+
+#include "api/api_common.h"
+
+namespace collie {
+
+using detail::Backend;
+using detail::finish;
+using detail::lookup_for_op;
+using detail::op_info;
+using detail::OpKind;
+using detail::to_group_rank;
+using collie::WorkPtr;
+
+std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std::string_view group,
+                                         bool async_op) {
+  auto g = lookup_for_op(group, "all_reduce");
+  Tensor in = tensor.contiguous();
+  Tensor out = Tensor::empty(tensor.shape(), tensor.dtype());
+  const size_t n = static_cast<size_t>(in.numel());
+  WorkPtr w = g->submit(op_info(OpKind::AllReduce, in, n, op), {in, out},
+                        [&](Backend& b, const WorkPtr& work) {
+                          b.all_reduce(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
+                        });
+  return finish(out, w, async_op);
+}
+
+std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::string_view group,
+                                                     bool async_op) {
+  auto g = lookup_for_op(group, "all_gather_into_tensor");
+  if (tensor.dim() > 0 && tensor.size(0) < 1) {
+    throw ValueError("For all_gather_into_tensor, input_shape[0] must be at least 1, but got shape " +
+                     detail::shape_str(tensor));
+  }
+  Tensor in = tensor.contiguous();
+  int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
+  Tensor out = Tensor::empty(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
+  const size_t n = static_cast<size_t>(in.numel());
+  WorkPtr w = g->submit(op_info(OpKind::AllGather, in, n), {in, out},
+                        [&](Backend& b, const WorkPtr& work) {
+                          b.all_gather(work, in.data_ptr(), out.data_ptr(), n, in.dtype());
+                        });
+  return finish(out, w, async_op);
+}
+
+std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, ReduceOp op,
+                                                    std::string_view group, bool async_op) {
+  auto g = lookup_for_op(group, "reduce_scatter_tensor");
+  if (tensor.dim() == 0) {
+    throw ValueError("For reduce_scatter_tensor, the shape size of 'input_shape' can not be 0.");
+  }
+  if (tensor.size(0) % g->size() != 0) {
+    throw ValueError("For reduce_scatter_tensor, the first dimension for 'input_shape' must be "
+                     "divided by 'rank_size', but got input_shape[0]: " +
+                     std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
+  }
+  Tensor in = tensor.contiguous();
+  Tensor out = Tensor::empty(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
+  const size_t n = static_cast<size_t>(out.numel());
+  WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op), {in, out},
+                        [&](Backend& b, const WorkPtr& work) {
+                          b.reduce_scatter(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
+                        });
+  return finish(out, w, async_op);
+}
+
+Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group) {
+  auto g = lookup_for_op(group, "reduce");
+  int root = to_group_rank(*g, dst, "reduce", "dst");
+  bool is_root = g->rank() == root;
+  Tensor in = tensor.contiguous();
+  // comm_func.reduce gives non-destination ranks a shape-[1] placeholder.
+  Tensor out = is_root ? Tensor::empty(tensor.shape(), tensor.dtype()) : Tensor::zeros({1}, tensor.dtype());
+  const size_t n = static_cast<size_t>(in.numel());
+  WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root), {in, out},
+                        [&](Backend& b, const WorkPtr& work) {
+                          b.reduce(work, in.data_ptr(), is_root ? out.data_ptr() : nullptr, n,
+                                   in.dtype(), op, root);
+                        });
+  return finish(out, w, false).first;
+}
+
+Tensor broadcast(const Tensor& tensor, int src, std::string_view group) {
+  auto g = lookup_for_op(group, "broadcast");
+  int root = to_group_rank(*g, src, "broadcast", "src");
+  Tensor in = tensor.contiguous();
+  Tensor out = Tensor::empty(tensor.shape(), tensor.dtype());
+  const size_t n = static_cast<size_t>(in.numel());
+  WorkPtr w = g->submit(op_info(OpKind::Broadcast, in, n, ReduceOp::SUM, root), {in, out},
+                        [&](Backend& b, const WorkPtr& work) {
+                          b.broadcast(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), root);
+                        });
+  return finish(out, w, false).first;
+}
+
+Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group) {
+  auto g = lookup_for_op(group, "gather_into_tensor");
+  int root = to_group_rank(*g, dst, "gather_into_tensor", "dst");
+  if (tensor.dim() > 0 && tensor.size(0) < 1) {
+    throw ValueError("For gather_into_tensor, input x_shape[0] must be at least 1, but got shape " +
+                     detail::shape_str(tensor));
+  }
+  bool is_root = g->rank() == root;
+  Tensor in = tensor.contiguous();
+  int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
+  Tensor out = is_root ? Tensor::empty(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype())
+                       : Tensor::zeros({1}, tensor.dtype());
+  const size_t n = static_cast<size_t>(in.numel());
+  WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root), {in, out},
+                        [&](Backend& b, const WorkPtr& work) {
+                          b.gather(work, in.data_ptr(), is_root ? out.data_ptr() : nullptr, n,
+                                   in.dtype(), root);
+                        });
+  return finish(out, w, false).first;
+}
+
+Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
+  auto g = lookup_for_op(group, "scatter_tensor");
+  int root = to_group_rank(*g, src, "scatter_tensor", "src");
+  if (tensor.dim() == 0) throw ValueError("For scatter_tensor, 'input_shape' is empty. ");
+  if (tensor.size(0) % g->size() != 0) {
+    throw ValueError("For scatter_tensor, the first dimension for 'input_shape' must be divided by "
+                     "'rank_size', but got input_shape[0]: " + std::to_string(tensor.size(0)) +
+                     ", rank_size: " + std::to_string(g->size()));
+  }
+  Tensor in = tensor.contiguous();
+  Tensor out = Tensor::empty(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
+  const size_t n = static_cast<size_t>(out.numel());
+  WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root), {in, out},
+                        [&](Backend& b, const WorkPtr& work) {
+                          b.scatter(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), root);
+                        });
+  return finish(out, w, false).first;
+}
+
+void barrier(std::string_view group) {
+  auto g = lookup_for_op(group, "barrier");
+  detail::OpInfo info;
+  info.kind = OpKind::Barrier;
+  WorkPtr w = g->submit(info, {}, [&](Backend& b, const WorkPtr& work) { b.barrier(work); });
+  w->wait();
+}
+
+}  // namespace collie

@@ -1,0 +1,142 @@
+// send/recv/isend/irecv, P2POp and batch_isend_irecv (collie/comm.h).
+#include <exception>
+#include <string>
+
+#include "api/api_common.h"
+
+namespace collie {
+
+using detail::Backend;
+using detail::Group;
+using detail::OpKind;
+using collie::WorkPtr;
+
+namespace {
+
+// MindSpore looks p2p ranks up in a per-group dictionary and raises KeyError when
+// the rank is missing; collie keeps the exception type (with a clearer message).
+int peer_rank(const Group& g, int world_rank, std::string_view op, std::string_view what) {
+  int r = g.group_rank_of(world_rank);
+  if (r < 0) {
+    std::string ranks;
+    for (int w : g.world_ranks()) ranks += (ranks.empty() ? "" : ", ") + std::to_string(w);
+    throw KeyError("For " + std::string(op) + ", " + std::string(what) + " " +
+                   std::to_string(world_rank) + " is not a member of group '" + g.name() + "' [" +
+                   ranks + "] (ranks are world ranks)");
+  }
+  return r;
+}
+
+detail::OpInfo p2p_info(OpKind kind, const Tensor& t, int peer, int tag) {
+  detail::OpInfo info = detail::op_info(kind, t, static_cast<uint64_t>(t.numel()));
+  info.root = peer;
+  info.tag = tag;
+  return info;
+}
+
+WorkPtr start_send(const Tensor& tensor, int dst, std::string_view group, int tag, const char* op) {
+  auto g = detail::lookup_for_op(group, op);
+  int peer = peer_rank(*g, dst, op, "dst");
+  Tensor in = tensor.contiguous();
+  return g->submit(p2p_info(OpKind::Send, in, peer, tag), {in}, [&](Backend& b, const WorkPtr& w) {
+    b.send(w, in.data_ptr(), static_cast<size_t>(in.numel()), in.dtype(), peer, tag);
+  });
+}
+
+std::pair<Tensor, WorkPtr> start_recv(const Shape& shape, DType dtype, int src, std::string_view group,
+                                      int tag, const char* op) {
+  auto g = detail::lookup_for_op(group, op);
+  int peer = peer_rank(*g, src, op, "src");
+  Tensor out = Tensor::empty(shape, dtype);
+  WorkPtr w = g->submit(p2p_info(OpKind::Recv, out, peer, tag), {out},
+                        [&](Backend& b, const WorkPtr& work) {
+                          b.recv(work, out.data_ptr(), static_cast<size_t>(out.numel()), dtype, peer, tag);
+                        });
+  return {out, w};
+}
+
+P2POp::Kind parse_kind(std::string_view op) {
+  if (op == "isend") return P2POp::Kind::ISEND;
+  if (op == "irecv") return P2POp::Kind::IRECV;
+  throw ValueError("Expected ``op`` to be of type ``isend`` or ``irecv``, but got " + std::string(op));
+}
+
+}  // namespace
+
+void send(const Tensor& tensor, int dst, std::string_view group, int tag) {
+  start_send(tensor, dst, group, tag, "send")->wait();
+}
+
+CommHandle isend(const Tensor& tensor, int dst, std::string_view group, int tag) {
+  return CommHandle(start_send(tensor, dst, group, tag, "isend"));
+}
+
+Tensor recv(const Tensor& tensor, int src, std::string_view group, int tag) {
+  auto [out, w] = start_recv(tensor.shape(), tensor.dtype(), src, group, tag, "recv");
+  w->wait();
+  return out;
+}
+
+std::pair<Tensor, CommHandle> irecv(const Tensor& tensor, int src, std::string_view group, int tag) {
+  auto [out, w] = start_recv(tensor.shape(), tensor.dtype(), src, group, tag, "irecv");
+  return {out, CommHandle(w)};
+}
+
+P2POp::P2POp(std::string_view op, Tensor t, int peer_rank, std::string_view group_name, int tag_value)
+    : kind(parse_kind(op)),
+      tensor(std::move(t)),
+      recv_shape(tensor.shape()),
+      recv_dtype(tensor.dtype()),
+      peer(peer_rank),
+      group(group_name),
+      tag(tag_value) {}
+
+P2POp::P2POp(std::string_view op, Shape shape, int peer_rank, std::string_view group_name,
+             int tag_value, DType dtype)
+    : kind(parse_kind(op)),
+      recv_shape(std::move(shape)),
+      recv_dtype(dtype),
+      peer(peer_rank),
+      group(group_name),
+      tag(tag_value) {
+  if (kind == Kind::ISEND) {
+    throw ValueError("P2POp: an isend needs a tensor to send, not a shape " + shape_to_string(recv_shape));
+  }
+}
+
+std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
+  if (p2p_op_list.empty()) throw TypeError("p2p_op_list can not be empty list.");
+  std::vector<Tensor> results;
+  std::vector<WorkPtr> works;
+  std::exception_ptr first_error;
+  // Start everything before waiting on anything: that is what makes any order of
+  // sends and receives safe.
+  for (const P2POp& op : p2p_op_list) {
+    try {
+      if (op.kind == P2POp::Kind::ISEND) {
+        works.push_back(start_send(op.tensor, op.peer, op.group, op.tag, "batch_isend_irecv"));
+        results.push_back(Tensor::scalar(0));
+      } else {
+        auto [out, w] = start_recv(op.recv_shape, op.recv_dtype, op.peer, op.group, op.tag,
+                                   "batch_isend_irecv");
+        works.push_back(w);
+        results.push_back(out);
+      }
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+      break;
+    }
+  }
+  // Wait for every started transfer (they use the tensors' memory) before reporting.
+  for (const WorkPtr& w : works) {
+    try {
+      w->wait();
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+  return results;
+}
+
+}  // namespace collie

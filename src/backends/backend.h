@@ -1,0 +1,56 @@
+// Backend: the interface every transport implements, one instance per group.
+//
+// The api validates arguments, allocates outputs and hands a backend raw
+// contiguous buffers plus a Work to complete. Ranks (root, peer) are GROUP ranks
+// here; the api has already translated world ranks. Every method returns at once
+// and completes the Work later (from a progress engine); operations issued on one
+// group complete in issue order. Counts are elements of `dtype`.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "collie/comm.h"
+#include "collie/dtype.h"
+#include "runtime/work.h"
+
+namespace collie::detail {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // out[i] = op over ranks of in[i]; count elements.
+  virtual void all_reduce(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+                          ReduceOp op) = 0;
+  // out = concat over ranks of in (count elements each).
+  virtual void all_gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype) = 0;
+  // in has n*count elements; out (count) = op over ranks of in[me*count ...].
+  virtual void reduce_scatter(const WorkPtr& w, const void* in, void* out, size_t count,
+                              DType dtype, ReduceOp op) = 0;
+  // out (root only; nullptr elsewhere) = op over ranks of in.
+  virtual void reduce(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+                      ReduceOp op, int root) = 0;
+  // out = root's in (in is read on the root only).
+  virtual void broadcast(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+                         int root) = 0;
+  // out (root only, n*count) = concat over ranks of in (count each).
+  virtual void gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+                      int root) = 0;
+  // out (count) = root's in[me*count ...] (in: n*count, read on the root only).
+  virtual void scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+                       int root) = 0;
+  virtual void barrier(const WorkPtr& w) = 0;
+  // Sends send_counts[j] elements to rank j (packed in rank order in `in`) and
+  // receives recv_counts[j] from rank j (packed in rank order in `out`).
+  virtual void all_to_all(const WorkPtr& w, const void* in, const std::vector<size_t>& send_counts,
+                          void* out, const std::vector<size_t>& recv_counts, DType dtype) = 0;
+  virtual void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
+                    int tag) = 0;
+  virtual void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) = 0;
+
+  // Blocks until every operation issued on this group has completed or failed.
+  virtual void drain() = 0;
+};
+
+}  // namespace collie::detail

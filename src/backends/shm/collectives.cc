@@ -1,0 +1,330 @@
+#include "backends/shm/collectives.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/shm/engine.h"
+#include "backends/shm/step_op.h"
+#include "collie/errors.h"
+#include "core/reduce_kernels.h"
+
+namespace collie::detail {
+namespace {
+
+size_t steps_for(size_t count, size_t per_step) {
+  return std::max<size_t>(1, (count + per_step - 1) / per_step);
+}
+
+// Elements of one rank's contribution that fit in a slot.
+size_t chunk_elems(const ShmGroup& g, DType dtype) { return g.slot_bytes() / element_size(dtype); }
+
+// Bytes of one per-destination piece of a slot: slot / N, 64-byte aligned.
+size_t piece_bytes(const ShmGroup& g) {
+  return g.slot_bytes() / static_cast<size_t>(g.size()) / 64 * 64;
+}
+
+// The [begin, begin+len) range of step `step` over `count` elements, `per_step` at a time.
+struct Range {
+  size_t begin, len;
+};
+Range range_of(size_t step, size_t count, size_t per_step) {
+  size_t begin = std::min(count, step * per_step);
+  return {begin, std::min(per_step, count - begin)};
+}
+
+// Every rank contributes the same-sized chunk per step (all_reduce, reduce,
+// broadcast, all_gather, gather); subclasses say what to do with the N chunks.
+class ChunkedOp : public StepOp {
+ public:
+  ChunkedOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
+            bool contributes)
+      : StepOp(*c.engine, *c.group, c.work, steps_for(count, chunk_elems(*c.group, dtype))),
+        in_(static_cast<const uint8_t*>(in)),
+        out_(static_cast<uint8_t*>(out)),
+        count_(count),
+        dtype_(dtype),
+        esize_(element_size(dtype)),
+        per_step_(chunk_elems(*c.group, dtype)),
+        contributes_(contributes) {}
+
+ protected:
+  void produce(size_t step, uint8_t* slot) override {
+    Range r = range_of(step, count_, per_step_);
+    if (contributes_ && r.len > 0) std::memcpy(slot, in_ + r.begin * esize_, r.len * esize_);
+  }
+
+  const uint8_t* in_;
+  uint8_t* out_;
+  size_t count_;
+  DType dtype_;
+  size_t esize_;
+  size_t per_step_;
+  bool contributes_;
+};
+
+class AllReduceOp final : public ChunkedOp {
+ public:
+  AllReduceOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
+              ReduceOp op, bool has_output)
+      : ChunkedOp(c, in, out, count, dtype, true), op_(op), has_output_(has_output) {}
+
+ protected:
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    Range r = range_of(step, count_, per_step_);
+    if (!has_output_ || r.len == 0) return;
+    reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(slots.data()),
+             static_cast<int>(slots.size()), r.len, dtype_, op_);
+  }
+
+ private:
+  ReduceOp op_;
+  bool has_output_;
+};
+
+class BroadcastOp final : public ChunkedOp {
+ public:
+  BroadcastOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype, int root)
+      : ChunkedOp(c, in, out, count, dtype, c.group->rank() == root), root_(root) {}
+
+ protected:
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    Range r = range_of(step, count_, per_step_);
+    if (r.len > 0) std::memcpy(out_ + r.begin * esize_, slots[static_cast<size_t>(root_)], r.len * esize_);
+  }
+
+ private:
+  int root_;
+};
+
+class AllGatherOp final : public ChunkedOp {
+ public:
+  AllGatherOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
+              bool has_output)
+      : ChunkedOp(c, in, out, count, dtype, true), has_output_(has_output) {}
+
+ protected:
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    Range r = range_of(step, count_, per_step_);
+    if (!has_output_ || r.len == 0) return;
+    for (size_t p = 0; p < slots.size(); ++p) {
+      std::memcpy(out_ + (p * count_ + r.begin) * esize_, slots[p], r.len * esize_);
+    }
+  }
+
+ private:
+  bool has_output_;
+};
+
+// Each rank sends a different piece to every destination (reduce_scatter, scatter).
+class PiecewiseOp : public StepOp {
+ public:
+  PiecewiseOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
+              bool contributes)
+      : StepOp(*c.engine, *c.group, c.work,
+               steps_for(count, piece_bytes(*c.group) / element_size(dtype))),
+        in_(static_cast<const uint8_t*>(in)),
+        out_(static_cast<uint8_t*>(out)),
+        count_(count),
+        dtype_(dtype),
+        esize_(element_size(dtype)),
+        piece_bytes_(piece_bytes(*c.group)),
+        per_step_(piece_bytes(*c.group) / element_size(dtype)),
+        contributes_(contributes),
+        pieces_(static_cast<size_t>(c.group->size())) {}
+
+ protected:
+  void produce(size_t step, uint8_t* slot) override {
+    Range r = range_of(step, count_, per_step_);
+    if (!contributes_ || r.len == 0) return;
+    for (size_t d = 0; d < pieces_.size(); ++d) {
+      std::memcpy(slot + d * piece_bytes_, in_ + (d * count_ + r.begin) * esize_, r.len * esize_);
+    }
+  }
+
+  const uint8_t* in_;
+  uint8_t* out_;
+  size_t count_;
+  DType dtype_;
+  size_t esize_;
+  size_t piece_bytes_;
+  size_t per_step_;
+  bool contributes_;
+  std::vector<const uint8_t*> pieces_;
+};
+
+class ReduceScatterOp final : public PiecewiseOp {
+ public:
+  ReduceScatterOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
+                  ReduceOp op)
+      : PiecewiseOp(c, in, out, count, dtype, true), op_(op) {}
+
+ protected:
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    Range r = range_of(step, count_, per_step_);
+    if (r.len == 0) return;
+    size_t me = static_cast<size_t>(group().rank());
+    for (size_t p = 0; p < slots.size(); ++p) pieces_[p] = slots[p] + me * piece_bytes_;
+    reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(pieces_.data()),
+             static_cast<int>(pieces_.size()), r.len, dtype_, op_);
+  }
+
+ private:
+  ReduceOp op_;
+};
+
+class ScatterOp final : public PiecewiseOp {
+ public:
+  ScatterOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype, int root)
+      : PiecewiseOp(c, in, out, count, dtype, c.group->rank() == root), root_(root) {}
+
+ protected:
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    Range r = range_of(step, count_, per_step_);
+    if (r.len == 0) return;
+    size_t me = static_cast<size_t>(group().rank());
+    std::memcpy(out_ + r.begin * esize_, slots[static_cast<size_t>(root_)] + me * piece_bytes_,
+                r.len * esize_);
+  }
+
+ private:
+  int root_;
+};
+
+class BarrierOp final : public StepOp {
+ public:
+  explicit BarrierOp(const CollectiveCall& c) : StepOp(*c.engine, *c.group, c.work, 1) {}
+
+ protected:
+  void produce(size_t, uint8_t*) override {}
+  void consume(size_t, const std::vector<const uint8_t*>&) override {}
+};
+
+// Step 0 exchanges every rank's send and receive counts, so every rank knows the
+// whole matrix: it checks that what i sends to j is what j expects from i (a
+// mismatch fails on every rank alike) and derives the number of data steps.
+class AllToAllOp final : public StepOp {
+ public:
+  AllToAllOp(const CollectiveCall& c, const void* in, std::vector<size_t> send_counts, void* out,
+             std::vector<size_t> recv_counts, DType dtype)
+      : StepOp(*c.engine, *c.group, c.work, 1),
+        in_(static_cast<const uint8_t*>(in)),
+        out_(static_cast<uint8_t*>(out)),
+        send_(std::move(send_counts)),
+        recv_(std::move(recv_counts)),
+        esize_(element_size(dtype)),
+        piece_bytes_(piece_bytes(*c.group)),
+        per_step_(piece_bytes(*c.group) / element_size(dtype)),
+        send_displ_(send_.size()),
+        recv_displ_(recv_.size()) {
+    for (size_t i = 1; i < send_.size(); ++i) {
+      send_displ_[i] = send_displ_[i - 1] + send_[i - 1];
+      recv_displ_[i] = recv_displ_[i - 1] + recv_[i - 1];
+    }
+  }
+
+ protected:
+  void produce(size_t step, uint8_t* slot) override {
+    const size_t n = send_.size();
+    if (step == 0) {
+      auto* counts = reinterpret_cast<uint64_t*>(slot);
+      for (size_t j = 0; j < n; ++j) {
+        counts[j] = send_[j];
+        counts[n + j] = recv_[j];
+      }
+      return;
+    }
+    for (size_t d = 0; d < n; ++d) {
+      Range r = range_of(step - 1, send_[d], per_step_);
+      if (r.len > 0) {
+        std::memcpy(slot + d * piece_bytes_, in_ + (send_displ_[d] + r.begin) * esize_, r.len * esize_);
+      }
+    }
+  }
+
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    const size_t n = send_.size();
+    if (step == 0) {
+      check_matrix_and_plan(slots);
+      return;
+    }
+    size_t me = static_cast<size_t>(group().rank());
+    for (size_t p = 0; p < n; ++p) {
+      Range r = range_of(step - 1, recv_[p], per_step_);
+      if (r.len > 0) {
+        std::memcpy(out_ + (recv_displ_[p] + r.begin) * esize_, slots[p] + me * piece_bytes_,
+                    r.len * esize_);
+      }
+    }
+  }
+
+ private:
+  void check_matrix_and_plan(const std::vector<const uint8_t*>& slots) {
+    const size_t n = send_.size();
+    std::string mismatches;
+    size_t max_count = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const auto* ci = reinterpret_cast<const uint64_t*>(slots[i]);
+      for (size_t j = 0; j < n; ++j) {
+        const auto* cj = reinterpret_cast<const uint64_t*>(slots[j]);
+        uint64_t sent = ci[j], expected = cj[n + i];
+        max_count = std::max<size_t>(max_count, sent);
+        if (sent != expected && mismatches.size() < 400) {
+          mismatches += " rank " + std::to_string(group().world_rank(static_cast<int>(i))) +
+                        " sends " + std::to_string(sent) + " elements to rank " +
+                        std::to_string(group().world_rank(static_cast<int>(j))) +
+                        ", which expects " + std::to_string(expected) + ";";
+        }
+      }
+    }
+    if (!mismatches.empty()) {
+      throw CommError(work()->info().describe() + ": send and receive sizes disagree:" + mismatches);
+    }
+    nsteps_ = 1 + (max_count + per_step_ - 1) / per_step_;
+  }
+
+  const uint8_t* in_;
+  uint8_t* out_;
+  std::vector<size_t> send_, recv_;
+  size_t esize_, piece_bytes_, per_step_;
+  std::vector<size_t> send_displ_, recv_displ_;
+};
+
+}  // namespace
+
+std::unique_ptr<OpState> make_all_reduce(CollectiveCall c, const void* in, void* out, size_t count,
+                                         DType dtype, ReduceOp op) {
+  return std::make_unique<AllReduceOp>(c, in, out, count, dtype, op, true);
+}
+std::unique_ptr<OpState> make_reduce(CollectiveCall c, const void* in, void* out, size_t count,
+                                     DType dtype, ReduceOp op, int root) {
+  return std::make_unique<AllReduceOp>(c, in, out, count, dtype, op, c.group->rank() == root);
+}
+std::unique_ptr<OpState> make_broadcast(CollectiveCall c, const void* in, void* out, size_t count,
+                                        DType dtype, int root) {
+  return std::make_unique<BroadcastOp>(c, in, out, count, dtype, root);
+}
+std::unique_ptr<OpState> make_all_gather(CollectiveCall c, const void* in, void* out, size_t count,
+                                         DType dtype) {
+  return std::make_unique<AllGatherOp>(c, in, out, count, dtype, true);
+}
+std::unique_ptr<OpState> make_gather(CollectiveCall c, const void* in, void* out, size_t count,
+                                     DType dtype, int root) {
+  return std::make_unique<AllGatherOp>(c, in, out, count, dtype, c.group->rank() == root);
+}
+std::unique_ptr<OpState> make_reduce_scatter(CollectiveCall c, const void* in, void* out,
+                                             size_t count, DType dtype, ReduceOp op) {
+  return std::make_unique<ReduceScatterOp>(c, in, out, count, dtype, op);
+}
+std::unique_ptr<OpState> make_scatter(CollectiveCall c, const void* in, void* out, size_t count,
+                                      DType dtype, int root) {
+  return std::make_unique<ScatterOp>(c, in, out, count, dtype, root);
+}
+std::unique_ptr<OpState> make_barrier(CollectiveCall c) { return std::make_unique<BarrierOp>(c); }
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in,
+                                         std::vector<size_t> send_counts, void* out,
+                                         std::vector<size_t> recv_counts, DType dtype) {
+  return std::make_unique<AllToAllOp>(c, in, std::move(send_counts), out, std::move(recv_counts),
+                                      dtype);
+}
+
+}  // namespace collie::detail

@@ -1,0 +1,47 @@
+// The shared-memory collectives, each a StepOp (see step_op.h for the protocol).
+//
+// Staging: each rank's slot holds `slot_bytes`. Operations where every rank
+// sends the same data to all (all_reduce, all_gather, broadcast, reduce, gather)
+// move one slot-sized chunk per step; operations with a different piece per
+// destination (reduce_scatter, scatter, all_to_all) split the slot into N pieces.
+// Reductions read the N slots in group-rank order, so every rank computes
+// bitwise identical results. docs/algorithms.md describes steps and bytes moved.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/shm/op_state.h"
+#include "collie/comm.h"
+
+namespace collie::detail {
+
+class ShmEngine;
+class ShmGroup;
+
+struct CollectiveCall {
+  ShmEngine* engine;
+  ShmGroup* group;
+  WorkPtr work;
+};
+
+std::unique_ptr<OpState> make_all_reduce(CollectiveCall c, const void* in, void* out, size_t count,
+                                         DType dtype, ReduceOp op);
+std::unique_ptr<OpState> make_reduce(CollectiveCall c, const void* in, void* out, size_t count,
+                                     DType dtype, ReduceOp op, int root);
+std::unique_ptr<OpState> make_broadcast(CollectiveCall c, const void* in, void* out, size_t count,
+                                        DType dtype, int root);
+std::unique_ptr<OpState> make_all_gather(CollectiveCall c, const void* in, void* out, size_t count,
+                                         DType dtype);
+std::unique_ptr<OpState> make_gather(CollectiveCall c, const void* in, void* out, size_t count,
+                                     DType dtype, int root);
+std::unique_ptr<OpState> make_reduce_scatter(CollectiveCall c, const void* in, void* out,
+                                             size_t count, DType dtype, ReduceOp op);
+std::unique_ptr<OpState> make_scatter(CollectiveCall c, const void* in, void* out, size_t count,
+                                      DType dtype, int root);
+std::unique_ptr<OpState> make_barrier(CollectiveCall c);
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in,
+                                         std::vector<size_t> send_counts, void* out,
+                                         std::vector<size_t> recv_counts, DType dtype);
+
+}  // namespace collie::detail

@@ -1,0 +1,291 @@
+#include "backends/shm/engine.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "backends/shm/liveness.h"
+#include "collie/errors.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define COLLIE_CPU_RELAX() _mm_pause()
+#else
+#define COLLIE_CPU_RELAX() std::this_thread::yield()
+#endif
+
+namespace collie::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often a blocked operation's peers are checked for liveness.
+constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
+// Longest sleep on the doorbell while operations are pending (they need their
+// deadlines and peers checked); idle engines sleep longer.
+constexpr int64_t kBusySleepNs = 20'000'000;
+constexpr int64_t kIdleSleepNs = 500'000'000;
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
+    : world_(std::move(world)),
+      p2p_(*world_, [this](int r) { ring(r); },
+           [this] { pending_.fetch_sub(1, std::memory_order_acq_rel); }) {
+  // Spinning only pays when every rank has a core to itself; on an oversubscribed
+  // machine it steals the time the peer needs to make progress.
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  spin_passes_ = static_cast<unsigned>(world_->size()) * 2 <= cores ? 2000 : 0;
+  groups_.push_back(world_.get());
+  thread_ = std::thread([this] { run(); });
+}
+
+ShmEngine::~ShmEngine() {
+  stop_.store(true);
+  my_doorbell().ring();
+  if (thread_.joinable()) thread_.join();
+}
+
+Doorbell& ShmEngine::my_doorbell() const { return world_->header(world_->rank()).doorbell; }
+
+void ShmEngine::ring(int world_rank) const { world_->header(world_rank).doorbell.ring(); }
+
+void ShmEngine::ring_peers(const ShmGroup& group) const {
+  for (int g = 0; g < group.size(); ++g) {
+    if (g != group.rank()) ring(group.world_rank(g));
+  }
+}
+
+void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> lock(inbox_.mu);
+    inbox_.collectives.emplace_back(group, std::move(op));
+  }
+  my_doorbell().ring();
+}
+
+void ShmEngine::submit_send(SendRequest request) {
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> lock(inbox_.mu);
+    inbox_.sends.push_back(std::move(request));
+  }
+  my_doorbell().ring();
+}
+
+void ShmEngine::submit_recv(RecvRequest request) {
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> lock(inbox_.mu);
+    inbox_.recvs.push_back(std::move(request));
+  }
+  my_doorbell().ring();
+}
+
+void ShmEngine::drain(ShmGroup* group) {
+  // Every operation has a deadline enforced by the progress thread, so this ends.
+  // Polling keeps the engine free of a second notification path; drains are rare.
+  auto sleep = std::chrono::microseconds(50);
+  for (;;) {
+    bool busy;
+    if (group == nullptr) {
+      busy = pending_.load(std::memory_order_acquire) != 0;
+    } else {
+      std::lock_guard<std::mutex> lock(inbox_.mu);
+      busy = std::any_of(inbox_.collectives.begin(), inbox_.collectives.end(),
+                         [&](const auto& p) { return p.first == group; }) ||
+             group->queue_size.load(std::memory_order_acquire) != 0;
+    }
+    if (!busy) return;
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+  }
+}
+
+void ShmEngine::detach(ShmGroup* group) {
+  if (group == world_.get()) return;
+  drain(group);
+  uint64_t before;
+  {
+    std::lock_guard<std::mutex> lock(inbox_.mu);
+    before = detached_generation_.load(std::memory_order_acquire);
+    inbox_.detach.push_back(group);
+  }
+  my_doorbell().ring();
+  if (!thread_.joinable()) return;
+  auto sleep = std::chrono::microseconds(20);
+  while (detached_generation_.load(std::memory_order_acquire) == before) {
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(2000));
+  }
+}
+
+void ShmEngine::shutdown() {
+  drain(nullptr);
+  stop_.store(true);
+  my_doorbell().ring();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool ShmEngine::take_inbox() {
+  std::vector<std::pair<ShmGroup*, std::unique_ptr<OpState>>> collectives;
+  std::vector<SendRequest> sends;
+  std::vector<RecvRequest> recvs;
+  {
+    std::lock_guard<std::mutex> lock(inbox_.mu);
+    if (!inbox_.detach.empty()) {
+      for (ShmGroup* g : inbox_.detach) std::erase(groups_, g);
+      inbox_.detach.clear();
+      detached_generation_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    if (inbox_.collectives.empty() && inbox_.sends.empty() && inbox_.recvs.empty()) return false;
+    collectives.swap(inbox_.collectives);
+    sends.swap(inbox_.sends);
+    recvs.swap(inbox_.recvs);
+    // Count them as queued before the inbox lock is released, so drain() never
+    // sees an operation in neither place.
+    for (auto& [group, op] : collectives) group->queue_size.fetch_add(1, std::memory_order_acq_rel);
+  }
+  auto now = Clock::now();
+  for (auto& [group, op] : collectives) {
+    if (std::find(groups_.begin(), groups_.end(), group) == groups_.end()) groups_.push_back(group);
+    op->last_progress = now;
+    group->queue.push_back(std::move(op));
+  }
+  for (auto& s : sends) p2p_.add_send(std::move(s));
+  for (auto& r : recvs) p2p_.add_recv(std::move(r));
+  return true;
+}
+
+void ShmEngine::finish(OpState& op, std::exception_ptr error) {
+  if (error) op.work()->fail(error);
+  else op.work()->complete();
+  pending_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void ShmEngine::fail_group(ShmGroup& group, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    group.failure = e.what();
+  }
+  bool first = true;
+  while (!group.queue.empty()) {
+    std::unique_ptr<OpState> op = std::move(group.queue.front());
+    group.queue.pop_front();
+    group.queue_size.fetch_sub(1, std::memory_order_acq_rel);
+    if (first) {
+      finish(*op, error);
+      first = false;
+    } else {
+      finish(*op, std::make_exception_ptr(CommError(
+                      op->work()->info().describe() + ": group '" + group.name() +
+                      "' is unusable after an earlier failure: " + group.failure)));
+    }
+  }
+}
+
+bool ShmEngine::advance_group(ShmGroup& group) {
+  bool moved = false;
+  while (!group.queue.empty()) {
+    OpState& op = *group.queue.front();
+    if (!group.failure.empty()) {
+      fail_group(group, std::make_exception_ptr(CommError(
+                            op.work()->info().describe() + ": group '" + group.name() +
+                            "' is unusable after an earlier failure: " + group.failure)));
+      return true;
+    }
+    Progress p;
+    try {
+      p = op.advance();
+    } catch (...) {
+      fail_group(group, std::current_exception());
+      return true;
+    }
+    if (p == Progress::Blocked) break;
+    moved = true;
+    if (p == Progress::Advanced) {
+      op.last_progress = Clock::now();
+      continue;
+    }
+    std::unique_ptr<OpState> done = std::move(group.queue.front());
+    group.queue.pop_front();
+    group.queue_size.fetch_sub(1, std::memory_order_acq_rel);
+    finish(*done, nullptr);
+    if (!group.queue.empty()) group.queue.front()->last_progress = Clock::now();
+  }
+  return moved;
+}
+
+bool ShmEngine::pass() {
+  bool moved = take_inbox();
+  for (ShmGroup* g : groups_) moved |= advance_group(*g);
+  moved |= p2p_.advance();
+  return moved;
+}
+
+void ShmEngine::check_stalls(Clock::time_point now) {
+  bool liveness_due = now - last_liveness_check_ >= kLivenessInterval;
+  if (liveness_due) last_liveness_check_ = now;
+  for (ShmGroup* g : groups_) {
+    if (g->queue.empty()) continue;
+    OpState& op = *g->queue.front();
+    std::vector<int> waiting = op.blocked_on();
+    if (waiting.empty()) continue;
+    if (liveness_due) {
+      std::vector<int> dead;
+      for (int world_rank : waiting) {
+        int grank = -1;
+        for (int i = 0; i < g->size(); ++i) {
+          if (g->world_rank(i) == world_rank) grank = i;
+        }
+        if (grank >= 0 && !process_alive(g->pid(grank))) dead.push_back(world_rank);
+      }
+      if (!dead.empty() && !op.can_finish_without_peers()) {
+        fail_group(*g, std::make_exception_ptr(CommError(
+                           op.work()->info().describe() + ": rank(s) " + rank_list(dead) +
+                           " died (process exited) while this rank waited for them")));
+        continue;
+      }
+    }
+    double idle = std::chrono::duration<double>(now - op.last_progress).count();
+    if (idle > g->timeout_seconds()) {
+      fail_group(*g, std::make_exception_ptr(TimeoutError(
+                         op.work()->info().describe() + ": timed out after " +
+                         std::to_string(g->timeout_seconds()) + " s waiting for rank(s) " +
+                         rank_list(waiting) + " (alive but not calling this operation?)")));
+    }
+  }
+  p2p_.check_stalls(now, liveness_due);
+}
+
+void ShmEngine::run() {
+  int spins = 0;
+  for (;;) {
+    if (pass()) {
+      spins = 0;
+      continue;
+    }
+    bool idle = pending_.load(std::memory_order_acquire) == 0;
+    if (stop_.load() && idle) return;
+    check_stalls(Clock::now());
+    if (!idle && spins < spin_passes_) {
+      ++spins;
+      COLLIE_CPU_RELAX();
+      continue;
+    }
+    Doorbell& bell = my_doorbell();
+    uint32_t seen = bell.prepare_wait();
+    if (!pass()) bell.wait(seen, idle ? kIdleSleepNs : kBusySleepNs);
+    bell.finish_wait();
+    spins = 0;
+  }
+}
+
+}  // namespace collie::detail

@@ -1,0 +1,86 @@
+// ShmEngine: the per-process progress engine of the shared-memory backend.
+//
+// One thread advances every queued operation of every group (the head of each
+// group's queue, so a group's operations complete in issue order) and every
+// point-to-point transfer. It never blocks on a peer: when a pass over all
+// operations makes no progress it sleeps on this process's doorbell, which peers
+// ring whenever they publish something. Each operation has a deadline measured
+// from its last progress; a blocked operation's peers are checked for liveness a
+// few times a second. A failed collective marks its group failed: the queued and
+// later operations of that group fail at once (its step counters can no longer be
+// trusted), other groups carry on.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/shm/op_state.h"
+#include "backends/shm/p2p.h"
+#include "backends/shm/shm_group.h"
+
+namespace collie::detail {
+
+class ShmEngine {
+ public:
+  // `world` must be the world group (with p2p rings); the engine keeps it.
+  explicit ShmEngine(std::shared_ptr<ShmGroup> world);
+  ~ShmEngine();  // stops the thread; call shutdown() first to let operations finish
+  ShmEngine(const ShmEngine&) = delete;
+  ShmEngine& operator=(const ShmEngine&) = delete;
+
+  ShmGroup& world() const { return *world_; }
+
+  // Queues a collective on `group` (which must stay alive until drained).
+  void submit(ShmGroup* group, std::unique_ptr<OpState> op);
+  // Queues a point-to-point transfer.
+  void submit_send(SendRequest request);
+  void submit_recv(RecvRequest request);
+
+  // Blocks until `group` (nullptr: everything, p2p included) has no queued operations.
+  void drain(ShmGroup* group);
+  // Drains `group`, then makes the engine forget it (before the group is destroyed).
+  // The world group is never detached.
+  void detach(ShmGroup* group);
+  // Waits for all operations, then stops the progress thread.
+  void shutdown();
+
+  // Rings the doorbell of a world rank (after publishing something it may wait for).
+  void ring(int world_rank) const;
+  // Rings every member of `group` except this rank.
+  void ring_peers(const ShmGroup& group) const;
+
+ private:
+  struct Inbox {
+    std::mutex mu;
+    std::vector<std::pair<ShmGroup*, std::unique_ptr<OpState>>> collectives;
+    std::vector<SendRequest> sends;
+    std::vector<RecvRequest> recvs;
+    std::vector<ShmGroup*> detach;
+  };
+
+  std::shared_ptr<ShmGroup> world_;
+  P2PMatcher p2p_;
+  Inbox inbox_;
+  std::vector<ShmGroup*> groups_;  // progress thread only
+  std::atomic<uint64_t> pending_{0};
+  std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled  // operations submitted and not yet finished
+  std::atomic<bool> stop_{false};
+  int spin_passes_ = 0;
+  std::chrono::steady_clock::time_point last_liveness_check_;
+  std::thread thread_;
+
+  void run();
+  bool pass();
+  bool take_inbox();
+  bool advance_group(ShmGroup& group);
+  void check_stalls(std::chrono::steady_clock::time_point now);
+  void fail_group(ShmGroup& group, std::exception_ptr error);
+  void finish(OpState& op, std::exception_ptr error);
+  Doorbell& my_doorbell() const;
+};
+
+}  // namespace collie::detail

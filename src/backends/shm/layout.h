@@ -1,0 +1,80 @@
+// The layout of a rank's shared-memory segment for one group.
+//
+//   [ SegmentHeader | StepControl | slot 0 | slot 1 | (world only) n x RingControl | n x ring data ]
+//
+// Every field has exactly one writer: the owner writes its header, step flags and
+// slots and the heads of its outgoing rings; peers only read them, except the
+// tail of a ring, written by the ring's receiver. Flags that different ranks poll
+// sit on separate cache lines.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <sys/types.h>
+
+#include "backends/shm/doorbell.h"
+
+namespace collie::detail {
+
+inline constexpr uint64_t kSegmentMagic = 0x31454C4C4F43ull;  // "COLLE1"
+inline constexpr uint32_t kMessageMagic = 0xC011E5E5u;
+
+struct SegmentHeader {
+  std::atomic<uint64_t> magic{0};  // stored last (release): the segment is initialised
+  pid_t pid = 0;
+  int32_t world_rank = 0;
+  int32_t group_rank = 0;
+  int32_t nranks = 0;
+  uint64_t group_id = 0;
+  uint64_t slot_bytes = 0;
+  uint64_t ring_bytes = 0;
+  alignas(64) std::atomic<uint32_t> attached{0};  // owner has mapped every peer
+  alignas(64) Doorbell doorbell;                  // world segment: the process's doorbell
+};
+
+// Per-step flags of the owner. Step k uses slot k % 2 and fingerprint[k % 2].
+struct StepControl {
+  alignas(64) std::atomic<uint64_t> ready{0};  // owner's slot holds step `ready`'s data
+  std::atomic<uint64_t> fingerprint[2][3] = {};
+  alignas(64) std::atomic<uint64_t> done{0};   // owner finished reading step `done`
+};
+
+// One single-producer single-consumer byte ring from the owner to one destination.
+struct RingControl {
+  alignas(64) std::atomic<uint64_t> head{0};  // bytes written (owner)
+  alignas(64) std::atomic<uint64_t> tail{0};  // bytes consumed (destination)
+};
+
+// Header of a point-to-point message in a ring.
+struct MessageHeader {
+  uint32_t magic;
+  uint32_t dtype;
+  int64_t tag;
+  uint64_t group_id;
+  uint64_t nbytes;
+};
+static_assert(sizeof(MessageHeader) == 32, "message headers are 32 bytes");
+
+struct SegmentLayout {
+  size_t step_control = 0;
+  size_t slots = 0;
+  size_t ring_controls = 0;
+  size_t ring_data = 0;
+  size_t total = 0;
+
+  SegmentLayout(int nranks, size_t slot_bytes, size_t ring_bytes, bool with_rings) {
+    auto align = [](size_t v, size_t a) { return (v + a - 1) / a * a; };
+    step_control = align(sizeof(SegmentHeader), 64);
+    slots = align(step_control + sizeof(StepControl), 4096);
+    size_t end = slots + 2 * slot_bytes;
+    if (with_rings) {
+      ring_controls = align(end, 64);
+      ring_data = align(ring_controls + static_cast<size_t>(nranks) * sizeof(RingControl), 4096);
+      end = ring_data + static_cast<size_t>(nranks) * ring_bytes;
+    }
+    total = align(end, 4096);
+  }
+};
+
+}  // namespace collie::detail

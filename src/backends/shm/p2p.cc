@@ -1,0 +1,310 @@
+#include "backends/shm/p2p.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/shm/liveness.h"
+#include "collie/errors.h"
+
+namespace collie::detail {
+namespace {
+
+// Copies into / out of a ring of `size` bytes at stream position `pos`, wrapping.
+void ring_write(uint8_t* ring, uint64_t size, uint64_t pos, const void* src, uint64_t n) {
+  uint64_t at = pos % size;
+  uint64_t first = std::min(n, size - at);
+  std::memcpy(ring + at, src, first);
+  if (n > first) std::memcpy(ring, static_cast<const uint8_t*>(src) + first, n - first);
+}
+
+void ring_read(const uint8_t* ring, uint64_t size, uint64_t pos, void* dst, uint64_t n) {
+  uint64_t at = pos % size;
+  uint64_t first = std::min(n, size - at);
+  if (dst != nullptr) {
+    std::memcpy(dst, ring + at, first);
+    if (n > first) std::memcpy(static_cast<uint8_t*>(dst) + first, ring, n - first);
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t, std::chrono::steady_clock::time_point now) {
+  return std::chrono::duration<double>(now - t).count();
+}
+
+}  // namespace
+
+P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring, std::function<void()> finished)
+    : world_(world),
+      ring_(std::move(ring)),
+      finished_(std::move(finished)),
+      sends_(static_cast<size_t>(world.size())),
+      channel_broken_(static_cast<size_t>(world.size()), false),
+      posted_(static_cast<size_t>(world.size())),
+      unexpected_(static_cast<size_t>(world.size())),
+      incoming_(static_cast<size_t>(world.size())) {}
+
+void P2PMatcher::complete(const WorkPtr& work, std::exception_ptr error) {
+  if (error) work->fail(error);
+  else work->complete();
+  finished_();
+}
+
+bool P2PMatcher::matches(const MessageHeader& h, const RecvRequest& r) {
+  return h.group_id == r.group_id && h.tag == r.tag;
+}
+
+std::exception_ptr P2PMatcher::size_mismatch(int src, const MessageHeader& h,
+                                             const RecvRequest& r) const {
+  auto dtype_of_code = [](uint32_t code) {
+    return code < kNumDTypes ? std::string(dtype_name(static_cast<DType>(code))) : std::string("?");
+  };
+  return std::make_exception_ptr(CommError(
+      r.work->info().describe() + ": rank " + std::to_string(src) + " sent " +
+      std::to_string(h.nbytes) + " bytes of " + dtype_of_code(h.dtype) + " but this receive expects " +
+      std::to_string(r.nbytes) + " bytes of " + std::string(dtype_name(r.dtype)) +
+      " (shapes and dtypes of send and recv must match)"));
+}
+
+void P2PMatcher::add_send(SendRequest request) {
+  int dst = request.dst;
+  if (channel_broken_[static_cast<size_t>(dst)]) {
+    complete(request.work, std::make_exception_ptr(CommError(
+                               request.work->info().describe() + ": the channel to rank " +
+                               std::to_string(dst) + " broke in an earlier failed send")));
+    return;
+  }
+  sends_[static_cast<size_t>(dst)].push_back(Send{std::move(request), false, 0, Clock::now()});
+}
+
+void P2PMatcher::add_recv(RecvRequest request) {
+  Recv recv{std::move(request), Clock::now()};
+  auto& list = unexpected_[static_cast<size_t>(recv.req.src)];
+  for (auto it = list.begin(); it != list.end(); ++it) {
+    if (it->claimant || !matches(it->header, recv.req)) continue;
+    if (it->received == it->header.nbytes) {
+      deliver_unexpected(*it, recv);
+      list.erase(it);
+    } else {
+      it->claimant = std::move(recv);  // delivered when the rest arrives
+    }
+    return;
+  }
+  posted_[static_cast<size_t>(recv.req.src)].push_back(std::move(recv));
+}
+
+void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
+  if (u.header.nbytes != r.req.nbytes || u.header.dtype != static_cast<uint32_t>(r.req.dtype)) {
+    complete(r.req.work, size_mismatch(r.req.src, u.header, r.req));
+    return;
+  }
+  if (u.header.nbytes > 0) std::memcpy(r.req.data, u.data.data(), u.header.nbytes);
+  complete(r.req.work, nullptr);
+}
+
+bool P2PMatcher::advance() {
+  bool moved = false;
+  for (int peer = 0; peer < world_.size(); ++peer) {
+    moved |= advance_incoming(peer);
+    if (!sends_[static_cast<size_t>(peer)].empty()) moved |= advance_sends(peer);
+  }
+  return moved;
+}
+
+bool P2PMatcher::advance_sends(int dst) {
+  auto& queue = sends_[static_cast<size_t>(dst)];
+  RingControl& ctl = world_.ring_control(world_.rank(), dst);
+  uint8_t* ring = world_.ring_data(world_.rank(), dst);
+  const uint64_t size = world_.ring_bytes();
+  uint64_t head = ctl.head.load(std::memory_order_relaxed);  // we are its only writer
+  const uint64_t tail = ctl.tail.load(std::memory_order_acquire);
+  bool moved = false;
+  while (!queue.empty()) {
+    Send& s = queue.front();
+    uint64_t space = size - (head - tail);
+    if (!s.header_written) {
+      if (space < sizeof(MessageHeader)) break;
+      MessageHeader h{kMessageMagic, static_cast<uint32_t>(s.req.dtype), s.req.tag, s.req.group_id,
+                      s.req.nbytes};
+      ring_write(ring, size, head, &h, sizeof(h));
+      head += sizeof(h);
+      space -= sizeof(h);
+      s.header_written = true;
+      moved = true;
+    }
+    uint64_t n = std::min(space, s.req.nbytes - s.sent);
+    if (n > 0) {
+      ring_write(ring, size, head, static_cast<const uint8_t*>(s.req.data) + s.sent, n);
+      head += n;
+      s.sent += n;
+      moved = true;
+    }
+    if (s.sent < s.req.nbytes) break;  // ring full
+    WorkPtr done = s.req.work;
+    queue.pop_front();
+    ctl.head.store(head, std::memory_order_release);
+    complete(done, nullptr);
+  }
+  if (moved) {
+    ctl.head.store(head, std::memory_order_release);
+    if (!queue.empty()) queue.front().last_progress = Clock::now();
+    ring_(dst);
+  }
+  return moved;
+}
+
+void P2PMatcher::on_header(int src, const MessageHeader& h) {
+  Incoming& in = incoming_[static_cast<size_t>(src)];
+  in.in_payload = true;
+  in.remaining = h.nbytes;
+  in.target = nullptr;
+  in.recv.reset();
+  in.unexpected = nullptr;
+  auto& posted = posted_[static_cast<size_t>(src)];
+  for (auto it = posted.begin(); it != posted.end(); ++it) {
+    if (!matches(h, it->req)) continue;
+    Recv r = std::move(*it);
+    posted.erase(it);
+    if (h.nbytes != r.req.nbytes || h.dtype != static_cast<uint32_t>(r.req.dtype)) {
+      complete(r.req.work, size_mismatch(src, h, r.req));  // payload is discarded
+    } else {
+      in.target = static_cast<uint8_t*>(r.req.data);
+      in.recv = std::move(r);
+    }
+    return;
+  }
+  auto& list = unexpected_[static_cast<size_t>(src)];
+  list.push_back(Unexpected{h, std::vector<uint8_t>(h.nbytes), 0, std::nullopt});
+  in.unexpected = &list.back();
+  in.target = in.unexpected->data.data();
+}
+
+bool P2PMatcher::advance_incoming(int src) {
+  Incoming& in = incoming_[static_cast<size_t>(src)];
+  RingControl& ctl = world_.ring_control(src, world_.rank());
+  const uint8_t* ring = world_.ring_data(src, world_.rank());
+  const uint64_t size = world_.ring_bytes();
+  const uint64_t head = ctl.head.load(std::memory_order_acquire);
+  uint64_t tail = in.tail;
+  bool moved = false;
+  for (;;) {
+    uint64_t avail = head - tail;
+    if (!in.in_payload) {
+      if (avail < sizeof(MessageHeader)) break;
+      MessageHeader h;
+      ring_read(ring, size, tail, &h, sizeof(h));
+      tail += sizeof(h);
+      moved = true;
+      if (h.magic != kMessageMagic) {
+        // Corrupt stream: nothing after this point can be trusted. Fail what waits on src.
+        std::string what = "p2p stream from rank " + std::to_string(src) + " is corrupt (bad header magic)";
+        for (auto& r : posted_[static_cast<size_t>(src)]) complete(r.req.work, std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + what)));
+        posted_[static_cast<size_t>(src)].clear();
+        tail = head;
+        continue;
+      }
+      on_header(src, h);
+      avail -= sizeof(h);
+    }
+    uint64_t n = std::min(avail, in.remaining);
+    if (n > 0) {
+      ring_read(ring, size, tail, in.target, n);
+      if (in.target != nullptr) in.target += n;
+      tail += n;
+      in.remaining -= n;
+      moved = true;
+      if (in.unexpected != nullptr) in.unexpected->received += n;
+      if (in.recv) in.recv->last_progress = Clock::now();
+    }
+    if (in.remaining > 0) break;
+    // Message complete.
+    in.in_payload = false;
+    if (in.recv) {
+      complete(in.recv->req.work, nullptr);
+      in.recv.reset();
+    } else if (in.unexpected != nullptr && in.unexpected->claimant) {
+      Unexpected* u = in.unexpected;
+      deliver_unexpected(*u, *u->claimant);
+      auto& list = unexpected_[static_cast<size_t>(src)];
+      list.remove_if([u](const Unexpected& x) { return &x == u; });
+    }
+    in.unexpected = nullptr;
+    in.target = nullptr;
+  }
+  if (tail != in.tail) {
+    in.tail = tail;
+    ctl.tail.store(tail, std::memory_order_release);
+    ring_(src);  // the sender may be waiting for space
+  }
+  return moved;
+}
+
+void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
+  const int me = world_.rank();
+  for (int peer = 0; peer < world_.size(); ++peer) {
+    bool peer_dead = check_liveness && peer != me && !process_alive(world_.pid(peer));
+    // Sends: only the head of each queue can be stuck (ring full).
+    auto& queue = sends_[static_cast<size_t>(peer)];
+    if (!queue.empty()) {
+      Send& s = queue.front();
+      std::exception_ptr err;
+      if (peer_dead) {
+        err = std::make_exception_ptr(CommError(s.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " + std::to_string(world_.pid(peer)) + ") died; the message could not be delivered"));
+      } else if (seconds_since(s.last_progress, now) > s.req.timeout_seconds) {
+        err = std::make_exception_ptr(TimeoutError(s.req.work->info().describe() + ": rank " + std::to_string(peer) + " did not receive for " + std::to_string(s.req.timeout_seconds) + " s (is it calling recv?)"));
+      }
+      if (err) {
+        if (s.header_written) channel_broken_[static_cast<size_t>(peer)] = true;
+        for (auto& q : queue) complete(q.req.work, err);
+        queue.clear();
+      }
+    }
+    // Receives waiting for a message (posted, claimed unexpected, or mid-stream).
+    RingControl& ctl = world_.ring_control(peer, me);
+    bool data_left = ctl.head.load(std::memory_order_acquire) != incoming_[static_cast<size_t>(peer)].tail;
+    auto stalled = [&](const Recv& r) -> std::exception_ptr {
+      if (peer_dead && !data_left) {
+        return std::make_exception_ptr(CommError(r.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " + std::to_string(world_.pid(peer)) + ") died before sending the message"));
+      }
+      if (seconds_since(r.last_progress, now) > r.req.timeout_seconds) {
+        return std::make_exception_ptr(TimeoutError(r.req.work->info().describe() + ": no message from rank " + std::to_string(peer) + " within " + std::to_string(r.req.timeout_seconds) + " s (is it calling send with the same group and tag?)"));
+      }
+      return nullptr;
+    };
+    auto& posted = posted_[static_cast<size_t>(peer)];
+    for (auto it = posted.begin(); it != posted.end();) {
+      if (auto err = stalled(*it)) {
+        complete(it->req.work, err);
+        it = posted.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    Incoming& in = incoming_[static_cast<size_t>(peer)];
+    if (in.recv) {
+      if (auto err = stalled(*in.recv)) {
+        complete(in.recv->req.work, err);
+        in.recv.reset();
+        in.target = nullptr;  // discard the rest of this message
+      }
+    }
+    for (auto& u : unexpected_[static_cast<size_t>(peer)]) {
+      if (u.claimant) {
+        if (auto err = stalled(*u.claimant)) {
+          complete(u.claimant->req.work, err);
+          u.claimant.reset();
+        }
+      }
+    }
+  }
+}
+
+bool P2PMatcher::idle() const {
+  for (size_t i = 0; i < sends_.size(); ++i) {
+    if (!sends_[i].empty() || !posted_[i].empty() || incoming_[i].recv) return false;
+    for (const auto& u : unexpected_[i]) {
+      if (u.claimant) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace collie::detail

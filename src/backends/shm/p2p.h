@@ -1,0 +1,112 @@
+// P2PMatcher: point-to-point messages over per-pair byte rings.
+//
+// Each ordered pair of world ranks (s -> d) has a single-producer single-consumer
+// ring in s's world segment. A message is a 32-byte header (group id, tag, dtype,
+// size) followed by its payload, streamed through the ring in pieces, so a message
+// of any size fits through a ring of any size. Receivers match messages by
+// (source, group, tag) in arrival order against receives in posting order; a
+// message nobody has asked for yet is copied into an "unexpected" buffer so the
+// ring keeps flowing. Because rings are always drained, sends and receives
+// complete in any order: no batch of isend/irecv can deadlock.
+//
+// Used only by the progress thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/shm/shm_group.h"
+#include "collie/dtype.h"
+#include "runtime/work.h"
+
+namespace collie::detail {
+
+struct SendRequest {
+  WorkPtr work;
+  int dst = 0;            // world rank
+  uint64_t group_id = 0;
+  int64_t tag = 0;
+  const void* data = nullptr;
+  uint64_t nbytes = 0;
+  DType dtype = DType::Float32;
+  double timeout_seconds = 300;
+};
+
+struct RecvRequest {
+  WorkPtr work;
+  int src = 0;            // world rank
+  uint64_t group_id = 0;
+  int64_t tag = 0;
+  void* data = nullptr;
+  uint64_t nbytes = 0;
+  DType dtype = DType::Float32;
+  double timeout_seconds = 300;
+};
+
+class P2PMatcher {
+ public:
+  // `ring(world_rank)` rings that rank's doorbell; `finished()` is called once per
+  // request that completed or failed.
+  P2PMatcher(ShmGroup& world, std::function<void(int)> ring, std::function<void()> finished);
+
+  void add_send(SendRequest request);
+  void add_recv(RecvRequest request);
+  // Moves every transfer forward as far as possible. True if anything moved.
+  bool advance();
+  // Fails transfers past their deadline, or blocked on a dead peer.
+  void check_stalls(std::chrono::steady_clock::time_point now, bool check_liveness);
+  bool idle() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Send {
+    SendRequest req;
+    bool header_written = false;
+    uint64_t sent = 0;
+    Clock::time_point last_progress;
+  };
+  struct Recv {
+    RecvRequest req;
+    Clock::time_point last_progress;
+  };
+  struct Unexpected {
+    MessageHeader header;
+    std::vector<uint8_t> data;
+    uint64_t received = 0;
+    std::optional<Recv> claimant;  // a receive that matched while still arriving
+  };
+  // The message currently streaming in from one source.
+  struct Incoming {
+    bool in_payload = false;
+    uint64_t remaining = 0;
+    uint8_t* target = nullptr;        // where payload bytes go (nullptr: discard)
+    std::optional<Recv> recv;         // matched receive, if any
+    Unexpected* unexpected = nullptr; // or the unexpected buffer
+    uint64_t tail = 0;                // bytes consumed from the ring (mirrors RingControl::tail)
+  };
+
+  ShmGroup& world_;
+  std::function<void(int)> ring_;
+  std::function<void()> finished_;
+  std::vector<std::deque<Send>> sends_;          // by destination
+  std::vector<bool> channel_broken_;             // by destination
+  std::vector<std::list<Recv>> posted_;          // by source
+  std::vector<std::list<Unexpected>> unexpected_;  // by source
+  std::vector<Incoming> incoming_;               // by source
+
+  bool advance_sends(int dst);
+  bool advance_incoming(int src);
+  void on_header(int src, const MessageHeader& h);
+  void deliver_unexpected(Unexpected& u, Recv& r);
+  void complete(const WorkPtr& work, std::exception_ptr error);
+  static bool matches(const MessageHeader& h, const RecvRequest& r);
+  std::exception_ptr size_mismatch(int src, const MessageHeader& h, const RecvRequest& r) const;
+};
+
+}  // namespace collie::detail

@@ -1,0 +1,46 @@
+// A POSIX shared-memory object mapped into this process.
+//
+// Segments are created O_CREAT|O_EXCL with mode 0600 (only this user, never an
+// existing object) and unlinked by their owner as soon as every peer has mapped
+// them, so a crash after start-up leaks nothing. Names are
+// "/collie-<uid>-<job id>-<group id>-<rank>"; `collie run` sweeps that job prefix
+// after the job as a second line of defence.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace collie::detail {
+
+class Segment {
+ public:
+  Segment() = default;
+  ~Segment();
+  Segment(Segment&& other) noexcept;
+  Segment& operator=(Segment&& other) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  // Creates and maps a new zero-filled object of `bytes`. Checks /dev/shm has room
+  // (CommError naming needed vs free bytes). EEXIST → returns false, maps nothing.
+  static bool create(const std::string& name, size_t bytes, Segment* out);
+  // Maps an existing object. ENOENT → false (not created yet); other errors throw.
+  static bool open(const std::string& name, Segment* out);
+  // Removes the name (the memory lives on while mapped). Missing names are ignored.
+  static void unlink(const std::string& name);
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  std::string name_;
+  void reset();
+};
+
+// "/collie-<uid>-<job>-" : the prefix of every segment of a job.
+std::string segment_prefix(const std::string& job_id);
+
+}  // namespace collie::detail

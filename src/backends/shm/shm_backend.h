@@ -1,0 +1,47 @@
+// ShmBackend: the Backend of one group on the shared-memory engine.
+//
+// It turns each call into an OpState (collectives.h) queued on the group, or a
+// send/receive request for the engine's p2p matcher, and returns at once.
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/shm/collectives.h"
+#include "backends/shm/engine.h"
+#include "backends/shm/shm_group.h"
+
+namespace collie::detail {
+
+class ShmBackend final : public Backend {
+ public:
+  ShmBackend(std::shared_ptr<ShmEngine> engine, std::shared_ptr<ShmGroup> group);
+  ~ShmBackend() override;
+
+  void all_reduce(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+                  ReduceOp op) override;
+  void all_gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype) override;
+  void reduce_scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+                      ReduceOp op) override;
+  void reduce(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype, ReduceOp op,
+              int root) override;
+  void broadcast(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+                 int root) override;
+  void gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+              int root) override;
+  void scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
+               int root) override;
+  void barrier(const WorkPtr& w) override;
+  void all_to_all(const WorkPtr& w, const void* in, const std::vector<size_t>& send_counts,
+                  void* out, const std::vector<size_t>& recv_counts, DType dtype) override;
+  void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer, int tag) override;
+  void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) override;
+  void drain() override;
+
+ private:
+  std::shared_ptr<ShmEngine> engine_;
+  std::shared_ptr<ShmGroup> group_;
+  CollectiveCall call(const WorkPtr& w) { return {engine_.get(), group_.get(), w}; }
+};
+
+}  // namespace collie::detail

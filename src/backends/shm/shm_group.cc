@@ -1,0 +1,193 @@
+#include "backends/shm/shm_group.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "backends/shm/liveness.h"
+#include "backends/shm/op_state.h"
+#include "collie/errors.h"
+
+namespace collie::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+// Polls `ready(peer)` for every peer until all are true; sleeps with back-off in
+// between (start-up is rare; no need for futexes). Throws naming the missing ranks.
+template <typename Ready, typename PidOf>
+void wait_for_peers(const ShmGroupConfig& cfg, const char* what, Ready ready, PidOf pid_of) {
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(cfg.timeout_seconds));
+  auto sleep = std::chrono::microseconds(100);
+  for (;;) {
+    std::vector<int> missing, dead;
+    for (int g = 0; g < static_cast<int>(cfg.world_ranks.size()); ++g) {
+      if (g == cfg.my_group_rank || ready(g)) continue;
+      missing.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
+      pid_t pid = pid_of(g);
+      if (pid > 0 && !process_alive(pid)) dead.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
+    }
+    if (missing.empty()) return;
+    std::string where = std::string(what) + " of group '" + cfg.name + "' (ranks " +
+                        rank_list(cfg.world_ranks) + ", job " + cfg.job_id + ")";
+    if (!dead.empty()) {
+      throw CommError(where + ": rank(s) " + rank_list(dead) + " died before joining");
+    }
+    if (Clock::now() > deadline) {
+      throw TimeoutError(where + ": rank(s) " + rank_list(missing) + " did not join within " +
+                         std::to_string(cfg.timeout_seconds) +
+                         " s (do all of them call it, with the same rank list?)");
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(10000));
+  }
+}
+
+}  // namespace
+
+uint64_t make_group_id(const std::string& name, const std::vector<int>& world_ranks,
+                       uint64_t incarnation) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ull;
+    }
+  };
+  mix(name.data(), name.size());
+  for (int r : world_ranks) mix(&r, sizeof(r));
+  mix(&incarnation, sizeof(incarnation));
+  return h;
+}
+
+ShmGroup::ShmGroup(ShmGroupConfig config)
+    : config_(std::move(config)),
+      layout_(static_cast<int>(config_.world_ranks.size()), config_.slot_bytes,
+              config_.ring_bytes, config_.with_rings),
+      segments_(config_.world_ranks.size()) {
+  create_own_segment();
+  try {
+    map_peers_and_unlink();
+  } catch (...) {
+    Segment::unlink(segment_name(rank()));
+    throw;
+  }
+}
+
+ShmGroup::~ShmGroup() = default;
+
+std::string ShmGroup::segment_name(int group_rank) const {
+  return segment_prefix(config_.job_id) + hex64(config_.group_id) + "-" + std::to_string(group_rank);
+}
+
+void ShmGroup::create_own_segment() {
+  const std::string name = segment_name(rank());
+  Segment& mine = segments_[static_cast<size_t>(rank())];
+  for (int attempt = 0; !Segment::create(name, layout_.total, &mine); ++attempt) {
+    // A segment with our name exists: a leftover of a crashed run with the same job
+    // id (remove it), or a live process of another job using the same id (refuse).
+    Segment old;
+    if (Segment::open(name, &old)) {
+      auto* h = static_cast<SegmentHeader*>(old.data());
+      pid_t owner = h->magic.load(std::memory_order_acquire) == kSegmentMagic ? h->pid : 0;
+      if (owner > 0 && owner != getpid() && process_alive(owner)) {
+        throw CommError("shared memory '" + name + "' belongs to live process " +
+                        std::to_string(owner) +
+                        ": another job is using the same job id (set COLLIE_JOB_ID, or "
+                        "launch with `collie run`)");
+      }
+    }
+    Segment::unlink(name);
+    if (attempt > 3) throw CommError("cannot create shared memory '" + name + "'");
+  }
+  auto* h = new (mine.data()) SegmentHeader();
+  new (static_cast<uint8_t*>(mine.data()) + layout_.step_control) StepControl();
+  if (config_.with_rings) {
+    auto* rings = reinterpret_cast<RingControl*>(static_cast<uint8_t*>(mine.data()) + layout_.ring_controls);
+    for (int i = 0; i < size(); ++i) new (&rings[i]) RingControl();
+  }
+  h->pid = getpid();
+  h->world_rank = world_rank(rank());
+  h->group_rank = rank();
+  h->nranks = size();
+  h->group_id = config_.group_id;
+  h->slot_bytes = config_.slot_bytes;
+  h->ring_bytes = config_.ring_bytes;
+  h->magic.store(kSegmentMagic, std::memory_order_release);
+}
+
+void ShmGroup::map_peers_and_unlink() {
+  auto mapped = [&](int g) {
+    Segment& seg = segments_[static_cast<size_t>(g)];
+    if (seg.data() != nullptr) return true;
+    Segment candidate;
+    if (!Segment::open(segment_name(g), &candidate)) return false;
+    if (candidate.size() < sizeof(SegmentHeader)) return false;
+    auto* h = static_cast<SegmentHeader*>(candidate.data());
+    if (h->magic.load(std::memory_order_acquire) != kSegmentMagic) return false;
+    if (h->group_id != config_.group_id || h->nranks != size() ||
+        h->slot_bytes != config_.slot_bytes || h->ring_bytes != config_.ring_bytes ||
+        candidate.size() != layout_.total) {
+      throw CommError("group '" + config_.name + "': rank " + std::to_string(world_rank(g)) +
+                      " uses a different configuration (slot " + std::to_string(h->slot_bytes) +
+                      " vs " + std::to_string(config_.slot_bytes) + " bytes, ring " +
+                      std::to_string(h->ring_bytes) + " vs " + std::to_string(config_.ring_bytes) +
+                      "): set COLLIE_SHM_SLOT_BYTES / COLLIE_P2P_RING_BYTES alike on every rank");
+    }
+    seg = std::move(candidate);
+    return true;
+  };
+  auto pid_if_mapped = [&](int g) -> pid_t {
+    return segments_[static_cast<size_t>(g)].data() ? header(g).pid : 0;
+  };
+  wait_for_peers(config_, "joining", mapped, pid_if_mapped);
+  header(rank()).attached.store(1, std::memory_order_release);
+  wait_for_peers(
+      config_, "joining",
+      [&](int g) { return header(g).attached.load(std::memory_order_acquire) != 0; },
+      [&](int g) { return header(g).pid; });
+  // Every peer has mapped our segment: the name is no longer needed.
+  Segment::unlink(segment_name(rank()));
+}
+
+SegmentHeader& ShmGroup::header(int g) const {
+  return *static_cast<SegmentHeader*>(segments_[static_cast<size_t>(g)].data());
+}
+
+StepControl& ShmGroup::control(int g) const {
+  return *reinterpret_cast<StepControl*>(
+      static_cast<uint8_t*>(segments_[static_cast<size_t>(g)].data()) + layout_.step_control);
+}
+
+uint8_t* ShmGroup::slot(int g, uint64_t step) const {
+  return static_cast<uint8_t*>(segments_[static_cast<size_t>(g)].data()) + layout_.slots +
+         (step % 2) * config_.slot_bytes;
+}
+
+RingControl& ShmGroup::ring_control(int owner, int dst) const {
+  return reinterpret_cast<RingControl*>(static_cast<uint8_t*>(
+      segments_[static_cast<size_t>(owner)].data()) + layout_.ring_controls)[dst];
+}
+
+uint8_t* ShmGroup::ring_data(int owner, int dst) const {
+  return static_cast<uint8_t*>(segments_[static_cast<size_t>(owner)].data()) + layout_.ring_data +
+         static_cast<size_t>(dst) * config_.ring_bytes;
+}
+
+}  // namespace collie::detail

@@ -1,0 +1,81 @@
+// ShmGroup: one group's shared-memory segments, mapped in this process.
+//
+// Construction is the rendezvous: this rank creates its own segment, maps every
+// peer's segment as it appears, announces that it has mapped them all, waits for
+// every peer to say the same, and then unlinks its own segment's name. Every wait
+// in it has the group's deadline and checks that peers are alive.
+//
+// After construction the object is used only by the progress engine's thread
+// (the step counter, the queue and the failure state are not synchronised).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/shm/layout.h"
+#include "backends/shm/segment.h"
+
+namespace collie::detail {
+
+class OpState;
+
+struct ShmGroupConfig {
+  std::string job_id;
+  std::string name;           // user-visible group name (for messages)
+  uint64_t group_id = 0;      // same on every member
+  std::vector<int> world_ranks;
+  int my_group_rank = 0;
+  size_t slot_bytes = 0;
+  size_t ring_bytes = 0;      // p2p rings: world group only
+  bool with_rings = false;
+  double timeout_seconds = 300;
+};
+
+class ShmGroup {
+ public:
+  explicit ShmGroup(ShmGroupConfig config);
+  ~ShmGroup();
+  ShmGroup(const ShmGroup&) = delete;
+  ShmGroup& operator=(const ShmGroup&) = delete;
+
+  const ShmGroupConfig& config() const { return config_; }
+  const std::string& name() const { return config_.name; }
+  int size() const { return static_cast<int>(config_.world_ranks.size()); }
+  int rank() const { return config_.my_group_rank; }
+  int world_rank(int group_rank) const { return config_.world_ranks[static_cast<size_t>(group_rank)]; }
+  size_t slot_bytes() const { return config_.slot_bytes; }
+  size_t ring_bytes() const { return config_.ring_bytes; }
+  double timeout_seconds() const { return config_.timeout_seconds; }
+
+  SegmentHeader& header(int group_rank) const;
+  StepControl& control(int group_rank) const;
+  uint8_t* slot(int group_rank, uint64_t step) const;
+  RingControl& ring_control(int owner, int dst) const;
+  uint8_t* ring_data(int owner, int dst) const;
+  pid_t pid(int group_rank) const { return header(group_rank).pid; }
+
+  // ---- progress-engine state ----
+  uint64_t next_step = 1;                      // steps are numbered from 1
+  std::deque<std::unique_ptr<OpState>> queue;  // issued, not yet completed, in order
+  std::atomic<size_t> queue_size{0};           // queue.size(), readable by other threads
+  std::string failure;                         // set once an operation failed
+
+ private:
+  ShmGroupConfig config_;
+  SegmentLayout layout_;
+  std::vector<Segment> segments_;  // by group rank
+
+  std::string segment_name(int group_rank) const;
+  void create_own_segment();
+  void map_peers_and_unlink();
+};
+
+// A 64-bit id for a group from its name, ranks and incarnation (FNV-1a).
+uint64_t make_group_id(const std::string& name, const std::vector<int>& world_ranks,
+                       uint64_t incarnation);
+
+}  // namespace collie::detail

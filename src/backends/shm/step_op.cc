@@ -1,0 +1,116 @@
+#include "backends/shm/step_op.h"
+
+#include "backends/shm/engine.h"
+#include "collie/errors.h"
+
+namespace collie::detail {
+
+Fingerprint Fingerprint::of(const OpInfo& info) {
+  Fingerprint f;
+  f.words[0] = static_cast<uint64_t>(info.kind) | static_cast<uint64_t>(info.dtype) << 8 |
+               static_cast<uint64_t>(info.reduce_op) << 16 |
+               static_cast<uint64_t>(static_cast<uint32_t>(info.root + 1)) << 32;
+  f.words[1] = info.count;
+  f.words[2] = info.seq;
+  return f;
+}
+
+std::string Fingerprint::describe() const {
+  OpInfo info;
+  info.kind = static_cast<OpKind>(words[0] & 0xff);
+  auto dtype = (words[0] >> 8) & 0xff;
+  info.dtype = dtype < kNumDTypes ? static_cast<DType>(dtype) : DType::Float32;
+  info.reduce_op = static_cast<ReduceOp>((words[0] >> 16) & 0xff);
+  info.root = static_cast<int>(static_cast<uint32_t>(words[0] >> 32)) - 1;
+  info.count = words[1];
+  info.seq = words[2];
+  std::string s = info.describe();
+  return s.substr(0, s.find(" on group"));  // the group is the same for all
+}
+
+StepOp::StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps)
+    : OpState(std::move(work)),
+      nsteps_(nsteps),
+      engine_(engine),
+      group_(group),
+      fingerprint_(Fingerprint::of(this->work()->info())),
+      slots_(static_cast<size_t>(group.size())) {}
+
+bool StepOp::peers_freed(uint64_t step) const {
+  if (step <= 2) return true;
+  for (int p = 0; p < group_.size(); ++p) {
+    if (group_.control(p).done.load(std::memory_order_acquire) < step - 2) return false;
+  }
+  return true;
+}
+
+bool StepOp::peers_ready(uint64_t step) const {
+  for (int p = 0; p < group_.size(); ++p) {
+    if (group_.control(p).ready.load(std::memory_order_acquire) < step) return false;
+  }
+  return true;
+}
+
+void StepOp::check_fingerprints(uint64_t step) const {
+  std::string diff;
+  bool mismatch = false;
+  for (int p = 0; p < group_.size(); ++p) {
+    Fingerprint f;
+    for (int w = 0; w < 3; ++w) {
+      f.words[w] = group_.control(p).fingerprint[step % 2][w].load(std::memory_order_relaxed);
+    }
+    if (!f.same_call(fingerprint_)) mismatch = true;
+    diff += (p ? "; " : "") + std::string("rank ") + std::to_string(group_.world_rank(p)) + ": " +
+            f.describe();
+  }
+  if (mismatch) {
+    throw CommError(work()->info().describe() +
+                    ": ranks called different operations (or sizes) at the same point: " + diff);
+  }
+}
+
+Progress StepOp::advance() {
+  bool moved = false;
+  const int me = group_.rank();
+  StepControl& mine = group_.control(me);
+  while (index_ < nsteps_) {
+    if (phase_ == Phase::WaitFree) {
+      if (step_ == 0) step_ = group_.next_step++;
+      if (!peers_freed(step_)) return moved ? Progress::Advanced : Progress::Blocked;
+      produce(index_, group_.slot(me, step_));
+      for (int w = 0; w < 3; ++w) {
+        mine.fingerprint[step_ % 2][w].store(fingerprint_.words[w], std::memory_order_relaxed);
+      }
+      mine.ready.store(step_, std::memory_order_release);
+      engine_.ring_peers(group_);
+      phase_ = Phase::WaitReady;
+      moved = true;
+    }
+    if (!peers_ready(step_)) return moved ? Progress::Advanced : Progress::Blocked;
+    check_fingerprints(step_);
+    for (int p = 0; p < group_.size(); ++p) slots_[static_cast<size_t>(p)] = group_.slot(p, step_);
+    consume(index_, slots_);
+    mine.done.store(step_, std::memory_order_release);
+    engine_.ring_peers(group_);
+    phase_ = Phase::WaitFree;
+    step_ = 0;
+    ++index_;
+    moved = true;
+  }
+  return Progress::Done;
+}
+
+std::vector<int> StepOp::blocked_on() const {
+  std::vector<int> ranks;
+  if (step_ == 0) return ranks;
+  for (int p = 0; p < group_.size(); ++p) {
+    const StepControl& c = group_.control(p);
+    bool waiting = phase_ == Phase::WaitFree
+                       ? step_ > 2 && c.done.load(std::memory_order_acquire) < step_ - 2
+                       : c.ready.load(std::memory_order_acquire) < step_;
+    if (waiting) ranks.push_back(group_.world_rank(p));
+  }
+  return ranks;
+}
+
+}  // namespace collie::detail

@@ -1,0 +1,67 @@
+// StepOp: the skeleton every shared-memory collective is built from.
+//
+// A collective is a sequence of steps. In step k each rank
+//   1. waits until every peer has finished reading step k-2 (slots are double
+//      buffered, so a fast rank runs at most one step ahead: no barrier between
+//      consecutive steps or operations),
+//   2. produce(): writes its contribution into its slot k % 2, stamps the step's
+//      fingerprint and publishes ready = k,
+//   3. waits until every peer has published ready >= k, checks that their
+//      fingerprints equal its own (same op, dtype, count, root, reduce op),
+//   4. consume(): reads what it needs from the peers' slots, publishes done = k.
+// Chunking large tensors into steps bounds the staging memory. Step numbers are
+// per group and never reset, so they also order consecutive operations.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/shm/op_state.h"
+#include "backends/shm/shm_group.h"
+
+namespace collie::detail {
+
+class ShmEngine;
+
+// The identity of a collective call, compared across ranks at every step.
+struct Fingerprint {
+  uint64_t words[3] = {0, 0, 0};  // {kind|dtype|reduce op|root, count, seq}
+  static Fingerprint of(const OpInfo& info);
+  bool same_call(const Fingerprint& other) const {
+    return words[0] == other.words[0] && words[1] == other.words[1];
+  }
+  std::string describe() const;
+};
+
+class StepOp : public OpState {
+ public:
+  StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps);
+
+  Progress advance() final;
+  std::vector<int> blocked_on() const final;
+
+ protected:
+  // Writes this rank's contribution for step `step` (0-based within the op).
+  virtual void produce(size_t step, uint8_t* my_slot) = 0;
+  // Reads the peers' slots (indexed by group rank) for step `step`.
+  virtual void consume(size_t step, const std::vector<const uint8_t*>& slots) = 0;
+
+  ShmGroup& group() const { return group_; }
+  size_t nsteps_;  // may grow during consume() of the first step (all_to_all)
+
+ private:
+  enum class Phase { WaitFree, WaitReady };
+  ShmEngine& engine_;
+  ShmGroup& group_;
+  Fingerprint fingerprint_;
+  Phase phase_ = Phase::WaitFree;
+  size_t index_ = 0;   // step within this operation
+  uint64_t step_ = 0;  // the group's step number for index_, 0 before it starts
+  std::vector<const uint8_t*> slots_;
+
+  bool peers_freed(uint64_t step) const;
+  bool peers_ready(uint64_t step) const;
+  void check_fingerprints(uint64_t step) const;
+};
+
+}  // namespace collie::detail

@@ -1,0 +1,39 @@
+#include "runtime/group.h"
+
+#include <algorithm>
+
+namespace collie::detail {
+
+Group::Group(std::string name, std::vector<int> world_ranks, int my_world_rank,
+             double timeout_seconds, std::unique_ptr<Backend> backend)
+    : name_(std::move(name)),
+      world_ranks_(std::move(world_ranks)),
+      rank_(-1),
+      timeout_seconds_(timeout_seconds),
+      backend_(std::move(backend)) {
+  rank_ = group_rank_of(my_world_rank);
+}
+
+Group::~Group() = default;
+
+int Group::group_rank_of(int world_rank) const {
+  auto it = std::find(world_ranks_.begin(), world_ranks_.end(), world_rank);
+  return it == world_ranks_.end() ? -1 : static_cast<int>(it - world_ranks_.begin());
+}
+
+WorkPtr Group::submit(OpInfo info, const std::vector<Tensor>& keep_alive,
+                      const std::function<void(Backend&, const WorkPtr&)>& launch) {
+  std::lock_guard<std::mutex> lock(submit_mu_);
+  info.group = name_;
+  info.seq = next_seq_++;
+  auto work = std::make_shared<Work>(std::move(info));
+  for (const Tensor& t : keep_alive) work->keep_alive(t);
+  launch(*backend_, work);
+  return work;
+}
+
+void Group::drain() {
+  if (backend_) backend_->drain();
+}
+
+}  // namespace collie::detail

@@ -1,0 +1,55 @@
+// Group: a named set of world ranks, and the choke point every operation passes.
+//
+// world_ranks is the ONE world<->group map: group rank i is world_ranks[i], in the
+// order given to create_group. submit() is where every operation goes through:
+// it stamps the group's next sequence number, creates the Work that keeps the
+// operation's tensors alive, and hands it to the backend, all under one lock so
+// that operations reach the backend in sequence order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "runtime/work.h"
+
+namespace collie::detail {
+
+class Group {
+ public:
+  Group(std::string name, std::vector<int> world_ranks, int my_world_rank, double timeout_seconds,
+        std::unique_ptr<Backend> backend);
+  ~Group();
+
+  const std::string& name() const { return name_; }
+  const std::vector<int>& world_ranks() const { return world_ranks_; }
+  int size() const { return static_cast<int>(world_ranks_.size()); }
+  // This process's group rank, -1 if it is not a member (group only recorded).
+  int rank() const { return rank_; }
+  bool is_member() const { return rank_ >= 0; }
+  double timeout_seconds() const { return timeout_seconds_; }
+  // Group rank of a world rank, -1 if not a member.
+  int group_rank_of(int world_rank) const;
+
+  // The choke point. `launch` is called with the backend and the new Work.
+  WorkPtr submit(OpInfo info, const std::vector<Tensor>& keep_alive,
+                 const std::function<void(Backend&, const WorkPtr&)>& launch);
+
+  // Waits until every operation issued on this group has finished.
+  void drain();
+
+ private:
+  std::string name_;
+  std::vector<int> world_ranks_;
+  int rank_;
+  double timeout_seconds_;
+  std::unique_ptr<Backend> backend_;
+  std::mutex submit_mu_;
+  uint64_t next_seq_ = 1;
+};
+
+}  // namespace collie::detail

@@ -1,0 +1,42 @@
+// OpInfo: what an operation is, for error messages, fingerprints and the flight recorder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "collie/comm.h"
+#include "collie/dtype.h"
+
+namespace collie::detail {
+
+enum class OpKind : uint8_t {
+  AllReduce = 1,
+  AllGather,
+  ReduceScatter,
+  Reduce,
+  Broadcast,
+  Gather,
+  Scatter,
+  Barrier,
+  AllToAll,
+  Send,
+  Recv,
+};
+
+const char* op_kind_name(OpKind kind);
+
+struct OpInfo {
+  OpKind kind = OpKind::Barrier;
+  std::string group;      // the group's name as the user knows it
+  uint64_t seq = 0;       // per-group sequence number, stamped at the choke point
+  uint64_t count = 0;     // elements per rank (0 where it varies by rank)
+  DType dtype = DType::Float32;
+  ReduceOp reduce_op = ReduceOp::SUM;
+  int root = -1;          // group rank of the root / peer, -1 if none
+  int tag = 0;            // p2p only
+
+  // "all_reduce(sum) float32 x1024 on group 'g' seq 7"
+  std::string describe() const;
+};
+
+}  // namespace collie::detail

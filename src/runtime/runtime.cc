@@ -1,0 +1,343 @@
+// init/release, group management and rank queries (collie/runtime.h).
+#include "collie/runtime.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "backends/shm/engine.h"
+#include "backends/shm/shm_backend.h"
+#include "collie/errors.h"
+#include "runtime/runtime_state.h"
+
+namespace collie {
+namespace detail {
+
+namespace {
+
+constexpr size_t kDefaultSlotBytes = 1 << 20;
+constexpr size_t kDefaultRingBytes = 1 << 20;
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+[[noreturn]] void throw_not_initialized(std::string_view what) {
+  throw RuntimeError(std::string(what) +
+                     ": collie has not been initialised. Call collie::init() first "
+                     "(collie.init() in Python).");
+}
+
+// The group named `name`, or nullptr. Caller holds the state mutex.
+std::shared_ptr<Group> find_locked(RuntimeState& s, std::string_view name) {
+  if (is_world_name(name) || name == s.world_name) return s.world;
+  auto it = s.groups.find(name);
+  return it == s.groups.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<Group> require_group(std::string_view name, std::string_view what) {
+  RuntimeState& s = runtime_state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) throw_not_initialized(what);
+  auto g = find_locked(s, name);
+  if (!g) throw RuntimeError(std::string(what) + ": the group " + std::string(name) + " does not exist.");
+  return g;
+}
+
+// Node index of a world rank: launchers place ranks on nodes in contiguous blocks.
+int node_of(const LaunchEnv& env, int world_rank) { return world_rank / env.local_world_size; }
+
+std::string backend_from(std::string_view requested) {
+  std::string name(requested);
+  if (name.empty()) {
+    const char* env = std::getenv("COLLIE_BACKEND");
+    name = env ? env : "";
+  }
+  if (name.empty() || name == "shm" || name == "hccl" || name == "nccl" || name == "mccl") return "shm";
+  if (name == "mpi") {
+    throw ValueError("init: backend 'mpi' is not available in this build of collie (built with: shm)");
+  }
+  throw ValueError("init: unknown backend '" + name + "'; expected one of 'shm', 'hccl', 'nccl', 'mccl'");
+}
+
+size_t slot_bytes_from_env(int world_size) {
+  size_t bytes = env_bytes("COLLIE_SHM_SLOT_BYTES", kDefaultSlotBytes) / 64 * 64;
+  // A slot must hold one 64-byte piece per rank and the all_to_all count exchange.
+  size_t minimum = std::max<size_t>(4096, static_cast<size_t>(world_size) * 16 * 8);
+  if (bytes < minimum) {
+    throw ValueError("COLLIE_SHM_SLOT_BYTES must be at least " + std::to_string(minimum) +
+                     " for " + std::to_string(world_size) + " ranks");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+RuntimeState& runtime_state() {
+  static RuntimeState* state = new RuntimeState();  // never destroyed: outlives static teardown
+  return *state;
+}
+
+bool is_world_name(std::string_view name) {
+  return name == WORLD || name == HCCL_WORLD_COMM_GROUP || name == NCCL_WORLD_COMM_GROUP ||
+         name == MCCL_WORLD_COMM_GROUP;
+}
+
+std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op) {
+  auto g = require_group(group, std::string("For ") + std::string(op));
+  if (!g->is_member()) {
+    throw RuntimeError("For " + std::string(op) + ", this rank (" +
+                       std::to_string(runtime_state().env.rank) + ") is not a member of group '" +
+                       g->name() + "' " + rank_list(g->world_ranks()));
+  }
+  return g;
+}
+
+int to_group_rank(const Group& group, int world_rank, std::string_view op, std::string_view what) {
+  int r = group.group_rank_of(world_rank);
+  if (r < 0) {
+    throw RuntimeError("For " + std::string(op) + ", " + std::string(what) + " " +
+                       std::to_string(world_rank) + " is not a member of group '" + group.name() +
+                       "' " + rank_list(group.world_ranks()) + " (ranks are world ranks)");
+  }
+  return r;
+}
+
+}  // namespace detail
+
+using detail::runtime_state;
+using detail::RuntimeState;
+
+const char* version() { return COLLIE_VERSION; }
+
+void init(std::string_view backend_name) {
+  RuntimeState& s = runtime_state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.initialized) return;
+  std::string backend = detail::backend_from(backend_name);
+  detail::LaunchEnv env = detail::read_launch_env();
+  if (env.source.rfind("none", 0) == 0) {
+    // A world of one: scope its segments by pid so independent programs never collide.
+    env.job_id = "single" + std::to_string(getpid());
+  }
+  double timeout = detail::default_timeout_seconds();
+  size_t slot = detail::slot_bytes_from_env(env.world_size);
+  size_t ring = std::max<size_t>(4096, detail::env_bytes("COLLIE_P2P_RING_BYTES", detail::kDefaultRingBytes) / 64 * 64);
+
+  std::vector<int> ranks(static_cast<size_t>(env.world_size));
+  for (int i = 0; i < env.world_size; ++i) ranks[static_cast<size_t>(i)] = i;
+  detail::ShmGroupConfig cfg;
+  cfg.job_id = env.job_id;
+  cfg.name = std::string(WORLD);
+  cfg.group_id = detail::make_group_id("__world__", ranks, 0);
+  cfg.world_ranks = ranks;
+  cfg.my_group_rank = env.rank;
+  cfg.slot_bytes = slot;
+  cfg.ring_bytes = ring;
+  cfg.with_rings = true;
+  cfg.timeout_seconds = timeout;
+  auto world_shm = std::make_shared<detail::ShmGroup>(cfg);
+  auto engine = std::make_shared<detail::ShmEngine>(world_shm);
+
+  std::string requested(backend_name);
+  s.world_name = (requested == "hccl" || requested == "nccl" || requested == "mccl")
+                     ? requested + "_world_group"
+                     : std::string(WORLD);
+  s.world = std::make_shared<detail::Group>(s.world_name, ranks, env.rank, timeout,
+                                            std::make_unique<detail::ShmBackend>(engine, world_shm));
+  s.engine = engine;
+  s.env = env;
+  s.backend = backend;
+  s.timeout_seconds = timeout;
+  s.slot_bytes = slot;
+  s.ring_bytes = ring;
+  s.initialized = true;
+}
+
+void release() {
+  RuntimeState& s = runtime_state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) return;
+  for (auto& [name, g] : s.groups) g->drain();
+  s.groups.clear();  // detaches each sub-group from the engine
+  s.world->drain();
+  s.engine->shutdown();
+  s.world.reset();
+  s.engine.reset();
+  s.initialized = false;
+  s.world_name.clear();
+  s.backend.clear();
+}
+
+bool is_initialized() {
+  RuntimeState& s = runtime_state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.initialized;
+}
+
+std::string world_group_name() {
+  RuntimeState& s = runtime_state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.initialized ? s.world_name : std::string(WORLD);
+}
+
+std::string backend_name() {
+  RuntimeState& s = runtime_state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.backend;
+}
+
+namespace {
+
+int env_int_or(std::initializer_list<const char*> names, int fallback) {
+  for (const char* n : names) {
+    if (const char* v = std::getenv(n); v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return fallback;
+}
+
+std::shared_ptr<detail::Group> member_group(std::string_view group, const char* what) {
+  auto g = detail::require_group(group, what);
+  if (!g->is_member()) {
+    throw RuntimeError(std::string(what) + ": Group " + g->name() + " doesn't include this rank " +
+                       std::to_string(runtime_state().env.rank) + " process.");
+  }
+  return g;
+}
+
+}  // namespace
+
+int get_rank(std::string_view group) {
+  if (!is_initialized()) return env_int_or({"RANK_ID", "COLLIE_RANK", "RANK"}, 0);
+  return member_group(group, "get_rank")->rank();
+}
+
+int get_group_size(std::string_view group) {
+  if (!is_initialized()) return env_int_or({"RANK_SIZE", "COLLIE_WORLD_SIZE", "WORLD_SIZE"}, 1);
+  return detail::require_group(group, "get_group_size")->size();
+}
+
+int get_local_rank(std::string_view group) {
+  if (!is_initialized()) return env_int_or({"LOCAL_RANK", "COLLIE_LOCAL_RANK"}, 0);
+  auto g = member_group(group, "get_local_rank");
+  const detail::LaunchEnv& env = runtime_state().env;
+  int mine = detail::node_of(env, env.rank), local = 0;
+  for (int i = 0; i < g->rank(); ++i) {
+    if (detail::node_of(env, g->world_ranks()[static_cast<size_t>(i)]) == mine) ++local;
+  }
+  return local;
+}
+
+int get_local_rank_size(std::string_view group) {
+  if (!is_initialized()) return env_int_or({"LOCAL_RANK_SIZE", "COLLIE_LOCAL_WORLD_SIZE", "LOCAL_WORLD_SIZE"}, 1);
+  auto g = detail::require_group(group, "get_local_rank_size");
+  const detail::LaunchEnv& env = runtime_state().env;
+  int mine = detail::node_of(env, env.rank);
+  return static_cast<int>(std::count_if(g->world_ranks().begin(), g->world_ranks().end(),
+                                        [&](int w) { return detail::node_of(env, w) == mine; }));
+}
+
+int get_world_rank_from_group_rank(std::string_view group, int group_rank_id) {
+  auto g = detail::require_group(group, "get_world_rank_from_group_rank");
+  if (group_rank_id < 0 || group_rank_id >= g->size()) {
+    throw RuntimeError("Group " + g->name() + " doesn't contain the group rank " +
+                       std::to_string(group_rank_id));
+  }
+  return g->world_ranks()[static_cast<size_t>(group_rank_id)];
+}
+
+int get_group_rank_from_world_rank(int world_rank_id, std::string_view group) {
+  auto g = detail::require_group(group, "get_group_rank_from_world_rank");
+  int r = g->group_rank_of(world_rank_id);
+  if (r < 0) {
+    throw RuntimeError("Group " + g->name() + " doesn't contain the global rank " +
+                       std::to_string(world_rank_id));
+  }
+  return r;
+}
+
+std::vector<int> get_process_group_ranks(std::string_view group) {
+  return detail::require_group(group, "get_process_group_ranks")->world_ranks();
+}
+
+void create_group(std::string_view group, const std::vector<int>& rank_ids,
+                  const GroupOptions& options) {
+  RuntimeState& s = runtime_state();
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (!s.initialized) detail::throw_not_initialized("create_group");
+  const std::string name(group);
+  if (name.empty()) throw ValueError("For 'create_group', the group name must not be empty");
+  if (detail::is_world_name(name) || name == s.world_name) {
+    throw ValueError("For 'create_group', '" + name + "' is the name of the world group");
+  }
+  if (auto it = s.groups.find(name); it != s.groups.end()) {
+    if (it->second->world_ranks() == rank_ids) return;  // same group again: a no-op
+    throw ValueError("The group " + name + " has been created, the rank_list is " +
+                     detail::rank_list(it->second->world_ranks()) +
+                     ", but current rank_list for the group is " + detail::rank_list(rank_ids));
+  }
+  if (rank_ids.empty()) {
+    throw ValueError("For 'create_group', the argument 'rank_ids' size should be greater than 0, "
+                     "but got 'rank_ids' size : 0.");
+  }
+  if (std::set<int>(rank_ids.begin(), rank_ids.end()).size() != rank_ids.size()) {
+    throw ValueError("List rank_ids in Group " + name + " has duplicate data! " + detail::rank_list(rank_ids));
+  }
+  for (int r : rank_ids) {
+    if (r < 0 || r >= s.env.world_size) {
+      throw ValueError("For 'create_group', rank " + std::to_string(r) + " in " +
+                       detail::rank_list(rank_ids) + " is outside the world of " +
+                       std::to_string(s.env.world_size) + " ranks");
+    }
+  }
+  double timeout = options.timeout_seconds > 0 ? options.timeout_seconds : s.timeout_seconds;
+  uint64_t incarnation = s.incarnations[name]++;
+  auto it = std::find(rank_ids.begin(), rank_ids.end(), s.env.rank);
+  std::unique_ptr<detail::Backend> backend;
+  if (it != rank_ids.end()) {
+    detail::ShmGroupConfig cfg;
+    cfg.job_id = s.env.job_id;
+    cfg.name = name;
+    cfg.group_id = detail::make_group_id(name, rank_ids, incarnation);
+    cfg.world_ranks = rank_ids;
+    cfg.my_group_rank = static_cast<int>(it - rank_ids.begin());
+    cfg.slot_bytes = s.slot_bytes;
+    cfg.ring_bytes = 0;
+    cfg.with_rings = false;  // point-to-point always uses the world's rings
+    cfg.timeout_seconds = timeout;
+    auto engine = s.engine;
+    // The rendezvous blocks (with the group's deadline): do it without the lock so
+    // other threads' operations on existing groups proceed meanwhile.
+    lock.unlock();
+    auto shm = std::make_shared<detail::ShmGroup>(cfg);
+    backend = std::make_unique<detail::ShmBackend>(engine, shm);
+    lock.lock();
+  }
+  s.groups[name] = std::make_shared<detail::Group>(name, rank_ids, s.env.rank, timeout, std::move(backend));
+}
+
+void destroy_group(std::string_view group) {
+  RuntimeState& s = runtime_state();
+  std::shared_ptr<detail::Group> g;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.initialized) detail::throw_not_initialized("destroy_group");
+    if (detail::is_world_name(group) || group == s.world_name) {
+      throw ValueError("The world_group does not support destruction.");
+    }
+    auto it = s.groups.find(group);
+    if (it == s.groups.end()) {
+      throw ValueError("For 'destroy_group', the group " + std::string(group) + " does not exist.");
+    }
+    g = std::move(it->second);
+    s.groups.erase(it);
+  }
+  g->drain();
+  // Destroying the last reference detaches the group from the engine and unmaps it.
+}
+
+}  // namespace collie

@@ -1,0 +1,49 @@
+// The process-wide runtime: whether init() ran, the world, the group registry.
+//
+// Internal. The public functions of collie/runtime.h and the api's choke point
+// (lookup_for_op) are its only users. All members are guarded by one mutex;
+// operations hold it only to look a group up, never while waiting.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "runtime/env.h"
+#include "runtime/group.h"
+
+namespace collie::detail {
+
+class ShmEngine;
+
+struct RuntimeState {
+  std::mutex mu;
+  bool initialized = false;
+  LaunchEnv env;
+  std::string backend;            // "shm"
+  std::string world_name;         // what the user calls the world
+  double timeout_seconds = 300;
+  size_t slot_bytes = 0;
+  size_t ring_bytes = 0;
+  std::shared_ptr<ShmEngine> engine;
+  std::shared_ptr<Group> world;
+  std::map<std::string, std::shared_ptr<Group>, std::less<>> groups;  // not the world
+  std::map<std::string, uint64_t, std::less<>> incarnations;        // creations per name
+};
+
+RuntimeState& runtime_state();
+
+// True for WORLD and MindSpore's three world names.
+bool is_world_name(std::string_view name);
+
+// The group an operation named `op` runs on: RuntimeError if collie is not
+// initialised, the group does not exist, or this rank is not a member.
+std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op);
+
+// World rank -> group rank for a rank argument of `op` (`what` = "dst", "src", "peer").
+// RuntimeError if that world rank is not in the group.
+int to_group_rank(const Group& group, int world_rank, std::string_view op, std::string_view what);
+
+}  // namespace collie::detail

@@ -1,0 +1,62 @@
+#include "runtime/work.h"
+
+#include "collie/handle.h"
+
+namespace collie {
+
+void Work::complete() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Work::fail(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::move(error);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Work::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  // The engine enforces each operation's deadline, so this wait always ends.
+  cv_.wait(lock, [&] { return done_; });
+  if (error_) std::rethrow_exception(error_);
+}
+
+bool Work::wait_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_until(lock, deadline, [&] { return done_; })) return false;
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+bool Work::is_completed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+std::exception_ptr Work::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+void CommHandle::wait() const {
+  if (work_) work_->wait();
+}
+
+bool CommHandle::wait_for(double seconds) const {
+  if (!work_) return true;
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(seconds));
+  return work_->wait_until(deadline);
+}
+
+bool CommHandle::is_completed() const { return !work_ || work_->is_completed(); }
+
+}  // namespace collie
