@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages that collie's build and tests need.
 # Idempotent: skips apt-get entirely when everything is already installed.
 set -euo pipefail
-packages=(build-essential cmake ninja-build libgtest-dev libgmock-dev procps)
+packages=(build-essential cmake ninja-build libgtest-dev libgmock-dev procps
+          python3 python3-numpy python3-pytest pybind11-dev libdlpack-dev
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

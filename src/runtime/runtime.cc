@@ -7,8 +7,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "backends/shm/engine.h"
-#include "backends/shm/shm_backend.h"
+#include "backends/transport.h"
 #include "collie/errors.h"
 #include "runtime/runtime_state.h"
 
@@ -16,9 +15,6 @@ namespace collie {
 namespace detail {
 
 namespace {
-
-constexpr size_t kDefaultSlotBytes = 1 << 20;
-constexpr size_t kDefaultRingBytes = 1 << 20;
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s = "[";
@@ -50,30 +46,6 @@ std::shared_ptr<Group> require_group(std::string_view name, std::string_view wha
 
 // Node index of a world rank: launchers place ranks on nodes in contiguous blocks.
 int node_of(const LaunchEnv& env, int world_rank) { return world_rank / env.local_world_size; }
-
-std::string backend_from(std::string_view requested) {
-  std::string name(requested);
-  if (name.empty()) {
-    const char* env = std::getenv("COLLIE_BACKEND");
-    name = env ? env : "";
-  }
-  if (name.empty() || name == "shm" || name == "hccl" || name == "nccl" || name == "mccl") return "shm";
-  if (name == "mpi") {
-    throw ValueError("init: backend 'mpi' is not available in this build of collie (built with: shm)");
-  }
-  throw ValueError("init: unknown backend '" + name + "'; expected one of 'shm', 'hccl', 'nccl', 'mccl'");
-}
-
-size_t slot_bytes_from_env(int world_size) {
-  size_t bytes = env_bytes("COLLIE_SHM_SLOT_BYTES", kDefaultSlotBytes) / 64 * 64;
-  // A slot must hold one 64-byte piece per rank and the all_to_all count exchange.
-  size_t minimum = std::max<size_t>(4096, static_cast<size_t>(world_size) * 16 * 8);
-  if (bytes < minimum) {
-    throw ValueError("COLLIE_SHM_SLOT_BYTES must be at least " + std::to_string(minimum) +
-                     " for " + std::to_string(world_size) + " ranks");
-  }
-  return bytes;
-}
 
 }  // namespace
 
@@ -118,43 +90,29 @@ void init(std::string_view backend_name) {
   RuntimeState& s = runtime_state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.initialized) return;
-  std::string backend = detail::backend_from(backend_name);
   detail::LaunchEnv env = detail::read_launch_env();
   if (env.source.rfind("none", 0) == 0) {
     // A world of one: scope its segments by pid so independent programs never collide.
     env.job_id = "single" + std::to_string(getpid());
   }
+  const std::string requested(backend_name);
+  detail::TransportChoice choice = detail::select_transport(requested, env);
   double timeout = detail::default_timeout_seconds();
-  size_t slot = detail::slot_bytes_from_env(env.world_size);
-  size_t ring = std::max<size_t>(4096, detail::env_bytes("COLLIE_P2P_RING_BYTES", detail::kDefaultRingBytes) / 64 * 64);
+  std::unique_ptr<detail::Transport> transport = detail::make_transport(choice, env);
+  std::unique_ptr<detail::Backend> world_backend = transport->create_world(timeout);
 
   std::vector<int> ranks(static_cast<size_t>(env.world_size));
   for (int i = 0; i < env.world_size; ++i) ranks[static_cast<size_t>(i)] = i;
-  detail::ShmGroupConfig cfg;
-  cfg.job_id = env.job_id;
-  cfg.name = std::string(WORLD);
-  cfg.group_id = detail::make_group_id("__world__", ranks, 0);
-  cfg.world_ranks = ranks;
-  cfg.my_group_rank = env.rank;
-  cfg.slot_bytes = slot;
-  cfg.ring_bytes = ring;
-  cfg.with_rings = true;
-  cfg.timeout_seconds = timeout;
-  auto world_shm = std::make_shared<detail::ShmGroup>(cfg);
-  auto engine = std::make_shared<detail::ShmEngine>(world_shm);
-
-  std::string requested(backend_name);
   s.world_name = (requested == "hccl" || requested == "nccl" || requested == "mccl")
                      ? requested + "_world_group"
                      : std::string(WORLD);
   s.world = std::make_shared<detail::Group>(s.world_name, ranks, env.rank, timeout,
-                                            std::make_unique<detail::ShmBackend>(engine, world_shm));
-  s.engine = engine;
+                                            std::move(world_backend));
+  s.transport = std::move(transport);
   s.env = env;
-  s.backend = backend;
+  s.backend = choice.name;
+  s.backend_reason = choice.reason;
   s.timeout_seconds = timeout;
-  s.slot_bytes = slot;
-  s.ring_bytes = ring;
   s.initialized = true;
 }
 
@@ -165,9 +123,9 @@ void release() {
   for (auto& [name, g] : s.groups) g->drain();
   s.groups.clear();  // detaches each sub-group from the engine
   s.world->drain();
-  s.engine->shutdown();
   s.world.reset();
-  s.engine.reset();
+  s.transport->shutdown();
+  s.transport.reset();
   s.initialized = false;
   s.world_name.clear();
   s.backend.clear();
@@ -299,22 +257,17 @@ void create_group(std::string_view group, const std::vector<int>& rank_ids,
   auto it = std::find(rank_ids.begin(), rank_ids.end(), s.env.rank);
   std::unique_ptr<detail::Backend> backend;
   if (it != rank_ids.end()) {
-    detail::ShmGroupConfig cfg;
-    cfg.job_id = s.env.job_id;
-    cfg.name = name;
-    cfg.group_id = detail::make_group_id(name, rank_ids, incarnation);
-    cfg.world_ranks = rank_ids;
-    cfg.my_group_rank = static_cast<int>(it - rank_ids.begin());
-    cfg.slot_bytes = s.slot_bytes;
-    cfg.ring_bytes = 0;
-    cfg.with_rings = false;  // point-to-point always uses the world's rings
-    cfg.timeout_seconds = timeout;
-    auto engine = s.engine;
+    detail::GroupSpec spec;
+    spec.name = name;
+    spec.world_ranks = rank_ids;
+    spec.my_group_rank = static_cast<int>(it - rank_ids.begin());
+    spec.incarnation = incarnation;
+    spec.timeout_seconds = timeout;
+    detail::Transport* transport = s.transport.get();
     // The rendezvous blocks (with the group's deadline): do it without the lock so
     // other threads' operations on existing groups proceed meanwhile.
     lock.unlock();
-    auto shm = std::make_shared<detail::ShmGroup>(cfg);
-    backend = std::make_unique<detail::ShmBackend>(engine, shm);
+    backend = transport->create_group(spec);
     lock.lock();
   }
   s.groups[name] = std::make_shared<detail::Group>(name, rank_ids, s.env.rank, timeout, std::move(backend));

@@ -11,12 +11,13 @@
 #include <string>
 #include <string_view>
 
+#include "backends/transport.h"
 #include "runtime/env.h"
 #include "runtime/group.h"
 
 namespace collie::detail {
 
-class ShmEngine;
+class Transport;
 
 struct RuntimeState {
   std::mutex mu;
@@ -25,9 +26,8 @@ struct RuntimeState {
   std::string backend;            // "shm"
   std::string world_name;         // what the user calls the world
   double timeout_seconds = 300;
-  size_t slot_bytes = 0;
-  size_t ring_bytes = 0;
-  std::shared_ptr<ShmEngine> engine;
+  std::string backend_reason;     // why that backend was chosen
+  std::unique_ptr<Transport> transport;
   std::shared_ptr<Group> world;
   std::map<std::string, std::shared_ptr<Group>, std::less<>> groups;  // not the world
   std::map<std::string, uint64_t, std::less<>> incarnations;        // creations per name
