@@ -1,6 +1,14 @@
 #include "runtime/op_info.h"
 
+#include <cstdio>
+
 namespace collie::detail {
+
+std::string format_seconds(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g s", seconds);
+  return buf;
+}
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {

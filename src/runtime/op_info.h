@@ -25,6 +25,9 @@ enum class OpKind : uint8_t {
 
 const char* op_kind_name(OpKind kind);
 
+// "2 s", "0.5 s": seconds for messages, without trailing zeros.
+std::string format_seconds(double seconds);
+
 struct OpInfo {
   OpKind kind = OpKind::Barrier;
   std::string group;      // the group's name as the user knows it

@@ -258,7 +258,7 @@ void ShmEngine::check_stalls(Clock::time_point now) {
     if (idle > g->timeout_seconds()) {
       fail_group(*g, std::make_exception_ptr(TimeoutError(
                          op.work()->info().describe() + ": timed out after " +
-                         std::to_string(g->timeout_seconds()) + " s waiting for rank(s) " +
+                         format_seconds(g->timeout_seconds()) + " waiting for rank(s) " +
                          rank_list(waiting) + " (alive but not calling this operation?)")));
     }
   }

@@ -249,7 +249,7 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
       if (peer_dead) {
         err = std::make_exception_ptr(CommError(s.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " + std::to_string(world_.pid(peer)) + ") died; the message could not be delivered"));
       } else if (seconds_since(s.last_progress, now) > s.req.timeout_seconds) {
-        err = std::make_exception_ptr(TimeoutError(s.req.work->info().describe() + ": rank " + std::to_string(peer) + " did not receive for " + std::to_string(s.req.timeout_seconds) + " s (is it calling recv?)"));
+        err = std::make_exception_ptr(TimeoutError(s.req.work->info().describe() + ": rank " + std::to_string(peer) + " did not receive for " + format_seconds(s.req.timeout_seconds) + " (is it calling recv?)"));
       }
       if (err) {
         if (s.header_written) channel_broken_[static_cast<size_t>(peer)] = true;
@@ -265,7 +265,7 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
         return std::make_exception_ptr(CommError(r.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " + std::to_string(world_.pid(peer)) + ") died before sending the message"));
       }
       if (seconds_since(r.last_progress, now) > r.req.timeout_seconds) {
-        return std::make_exception_ptr(TimeoutError(r.req.work->info().describe() + ": no message from rank " + std::to_string(peer) + " within " + std::to_string(r.req.timeout_seconds) + " s (is it calling send with the same group and tag?)"));
+        return std::make_exception_ptr(TimeoutError(r.req.work->info().describe() + ": no message from rank " + std::to_string(peer) + " within " + format_seconds(r.req.timeout_seconds) + " (is it calling send with the same group and tag?)"));
       }
       return nullptr;
     };

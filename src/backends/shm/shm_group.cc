@@ -9,6 +9,7 @@
 #include "backends/shm/liveness.h"
 #include "backends/shm/op_state.h"
 #include "collie/errors.h"
+#include "runtime/op_info.h"
 
 namespace collie::detail {
 namespace {
@@ -50,8 +51,7 @@ void wait_for_peers(const ShmGroupConfig& cfg, const char* what, Ready ready, Pi
     }
     if (Clock::now() > deadline) {
       throw TimeoutError(where + ": rank(s) " + rank_list(missing) + " did not join within " +
-                         std::to_string(cfg.timeout_seconds) +
-                         " s (do all of them call it, with the same rank list?)");
+                         format_seconds(cfg.timeout_seconds) + " (do all of them call it, with the same rank list?)");
     }
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(10000));
