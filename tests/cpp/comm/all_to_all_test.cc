@@ -1,0 +1,311 @@
+// The all-to-all family: all_to_all_with_output_shape (lists), all_to_all_single_with_
+// output_shape (equal and uneven splits, split sizes taken from the INPUT's own shape),
+// all_to_all_v_c (a count matrix with zeros). Every dtype, world sizes 1-4, sub-groups,
+// async, and the TypeErrors/ValueErrors/CommErrors of the header.
+#include "comm_test_util.h"
+
+namespace collie::testing {
+namespace {
+
+// Rows that group rank `src` sends to group rank `dst` in the uneven tests (zeros included).
+int64_t rows_between(int src, int dst) { return (src + 2 * dst) % 3; }
+// A distinct data key per (source, destination) pair.
+int pair_key(int src, int dst) { return src * 8 + dst; }
+
+class AllToAllWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(AllToAllWorld, WithOutputShapeEveryDtype) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    int index = 0;
+    for (DType dt : all_dtypes()) {
+      for (int64_t scale : {int64_t{1}, int64_t{700}}) {
+        const bool async = (index++ % 2) == 1;
+        const std::string what = "all_to_all_with_output_shape " + case_name(dt, scale, async);
+        std::vector<Tensor> inputs;
+        std::vector<Shape> output_shapes;
+        for (int peer = 0; peer < n; ++peer) {
+          // To peer: [rows_between(rank, peer) * scale, 2]; shapes differ per pair.
+          inputs.push_back(make_tensor({rows_between(rank, peer) * scale, 2}, dt,
+                                       [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
+          output_shapes.push_back({rows_between(peer, rank) * scale, 2});
+        }
+        auto [outputs, handle] = all_to_all_with_output_shape(output_shapes, inputs, WORLD, async);
+        if (async) {
+          RCHECK(static_cast<bool>(handle)) << what;
+          handle.wait();
+        } else {
+          RCHECK(!handle) << what;
+        }
+        RCHECK_EQ(outputs.size(), static_cast<size_t>(n)) << what;
+        for (int peer = 0; peer < n; ++peer) {
+          check_tensor(outputs[static_cast<size_t>(peer)], dt, output_shapes[static_cast<size_t>(peer)],
+                       [&](int64_t i) { return pattern_value(dt, pair_key(peer, rank), i); },
+                       what + " from rank " + std::to_string(peer));
+        }
+      }
+    }
+  }, small_chunks());
+}
+
+TEST_P(AllToAllWorld, SingleEqualSplitsEveryDtype) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    int index = 0;
+    for (DType dt : all_dtypes()) {
+      for (int64_t rows_per_peer : element_counts()) {
+        const bool async = (index++ % 2) == 0;
+        const std::string what = "all_to_all_single equal " + case_name(dt, rows_per_peer, async);
+        // Row block j of rank r's input goes to rank j: element i of block j = pattern(r*8+j, i).
+        const int64_t block = rows_per_peer * 3;
+        Tensor x = make_tensor({rows_per_peer * n, 3}, dt, [&](int64_t i) {
+          return pattern_value(dt, pair_key(rank, static_cast<int>(i / std::max<int64_t>(block, 1))),
+                               i % std::max<int64_t>(block, 1));
+        });
+        Tensor y = finish(all_to_all_single_with_output_shape({rows_per_peer * n, 3}, x, {}, {}, WORLD, async),
+                          async, what);
+        check_tensor(y, dt, {rows_per_peer * n, 3}, [&](int64_t i) {
+          return pattern_value(dt, pair_key(static_cast<int>(i / block), rank), i % block);
+        }, what);
+      }
+    }
+  }, small_chunks());
+}
+
+TEST_P(AllToAllWorld, SingleUnevenSplitsEveryDtype) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    for (DType dt : all_dtypes()) {
+      for (int64_t scale : {int64_t{1}, int64_t{900}}) {
+        const std::string what = "all_to_all_single uneven " + case_name(dt, scale, false);
+        std::vector<int64_t> in_split, out_split;
+        std::vector<Tensor> parts;
+        int64_t out_rows = 0;
+        for (int peer = 0; peer < n; ++peer) {
+          in_split.push_back(rows_between(rank, peer) * scale);
+          out_split.push_back(rows_between(peer, rank) * scale);
+          out_rows += out_split.back();
+          parts.push_back(make_tensor({in_split.back(), 2}, dt,
+                                      [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
+        }
+        Tensor x = Tensor::cat(parts);
+        auto [y, h] = all_to_all_single_with_output_shape({out_rows, 2}, x, out_split, in_split);
+        // Expected: blocks from rank 0, 1, ... of out_split[i] rows.
+        std::vector<double> expected;
+        for (int src = 0; src < n; ++src) {
+          for (int64_t i = 0; i < out_split[static_cast<size_t>(src)] * 2; ++i) {
+            expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+          }
+        }
+        check_tensor(y, dt, {out_rows, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; }, what);
+      }
+    }
+  }, small_chunks());
+}
+
+TEST_P(AllToAllWorld, VcCountMatrixEveryDtype) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    std::vector<int64_t> matrix;
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) matrix.push_back(rows_between(i, j));
+    }
+    int index = 0;
+    for (DType dt : all_dtypes()) {
+      const bool async = (index++ % 2) == 1;
+      const std::string what = "all_to_all_v_c " + case_name(dt, 0, async);
+      std::vector<Tensor> parts;
+      for (int peer = 0; peer < n; ++peer) {
+        parts.push_back(make_tensor({rows_between(rank, peer), 2}, dt,
+                                    [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
+      }
+      Tensor input = Tensor::cat(parts);
+      int64_t out_rows = 0;
+      for (int src = 0; src < n; ++src) out_rows += rows_between(src, rank);
+      Tensor output = make_tensor({out_rows, 2}, dt, [](int64_t) { return 1.0; });
+      CommHandle h = all_to_all_v_c(output, input, matrix, WORLD, async);
+      if (async) {
+        RCHECK(static_cast<bool>(h)) << what;
+        h.wait();
+      } else {
+        RCHECK(!h) << what;
+      }
+      std::vector<double> expected;
+      for (int src = 0; src < n; ++src) {
+        for (int64_t i = 0; i < rows_between(src, rank) * 2; ++i) {
+          expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+        }
+      }
+      check_tensor(output, dt, {out_rows, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; }, what);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, AllToAllWorld, ::testing::Values(1, 2, 3, 4), world_size_name);
+
+// The docstring example of all_to_all_with_output_shape (2 ranks).
+TEST(AllToAll, WithOutputShapeDocstring) {
+  run_ranks(2, [](int rank) {
+    std::vector<Tensor> send;
+    std::vector<Shape> shapes;
+    if (rank == 0) {
+      send = {Tensor::scalar(1.0), Tensor::from_vector<float>({2, 3, 4, 5}, {2, 2})};
+      shapes = {Shape{}, Shape{2}};
+    } else {
+      send = {Tensor::from_vector<float>({2, 2}), Tensor::from_vector<float>({4, 5, 6, 7})};
+      shapes = {Shape{2, 2}, Shape{4}};
+    }
+    auto [out, h] = all_to_all_with_output_shape(shapes, send);
+    if (rank == 0) {
+      check_tensor(out[0], DType::Float32, {}, [](int64_t) { return 1.0; }, "rank 0 output 0");
+      check_tensor(out[1], DType::Float32, {2}, [](int64_t) { return 2.0; }, "rank 0 output 1");
+    } else {
+      check_tensor(out[0], DType::Float32, {2, 2}, [](int64_t i) { return 2.0 + i; }, "rank 1 output 0");
+      check_tensor(out[1], DType::Float32, {4}, [](int64_t i) { return 4.0 + i; }, "rank 1 output 1");
+    }
+  });
+}
+
+// The docstring example of all_to_all_single_with_output_shape: [0,1]+2r -> rank0 [0,2], rank1 [1,3].
+TEST(AllToAll, SingleDocstring) {
+  run_ranks(2, [](int rank) {
+    Tensor input = Tensor::from_vector<float>({0.f + 2 * rank, 1.f + 2 * rank});
+    auto [y, h] = all_to_all_single_with_output_shape({2}, input);
+    check_tensor(y, DType::Float32, {2}, [&](int64_t i) { return rank + 2.0 * i; }, "docstring");
+  });
+}
+
+// Split sizes come from the input tensor's own shape (MindSpore 2.5+ uses output_shape):
+// rank 0 has 4 rows, rank 1 has 2; with the default input split each sends half of its
+// rows to each rank, and both receive [2 rows from rank 0, 1 row from rank 1].
+TEST(AllToAll, SingleDefaultSplitUsesInputShape) {
+  run_ranks(2, [](int rank) {
+    const int64_t rows = rank == 0 ? 4 : 2;
+    Tensor x = make_tensor({rows, 2}, DType::Int32, [&](int64_t i) { return 100.0 * rank + i; });
+    auto [y, h] = all_to_all_single_with_output_shape({3, 2}, x, {2, 1}, {});
+    // From rank 0: rows [2r, 2r+2) of its 4; from rank 1: row r of its 2.
+    std::vector<double> expected;
+    for (int64_t i = 0; i < 4; ++i) expected.push_back(rank * 4 + i);
+    for (int64_t i = 0; i < 2; ++i) expected.push_back(100.0 + rank * 2 + i);
+    check_tensor(y, DType::Int32, {3, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; },
+                 "default input split from the input's shape");
+  });
+}
+
+// Nothing arrives at all: an empty result of shape (0, output_shape[1:]).
+TEST(AllToAll, SingleNothingReceived) {
+  run_ranks(2, [](int) {
+    auto [y, h] = all_to_all_single_with_output_shape({0, 3}, Tensor::zeros({0, 3}), {0, 0}, {0, 0});
+    RCHECK_EQ(y.numel(), int64_t{0});
+  });
+}
+
+// all_to_all_single and all_to_all_v_c in an unsorted sub-group: list index = group rank.
+TEST(AllToAll, UnsortedSubGroup) {
+  run_ranks(4, [](int rank) {
+    const std::vector<int> trio = {2, 0, 3};
+    const int g = index_in(trio, rank);
+    if (g < 0) return;
+    create_group("a2a_trio", trio);
+    // Equal split: block j goes to group rank j (world rank trio[j]).
+    Tensor x = make_tensor({3, 2}, DType::Int64, [&](int64_t i) { return 10.0 * rank + i / 2; });
+    auto [y, h] = all_to_all_single_with_output_shape({3, 2}, x, {}, {}, "a2a_trio");
+    check_tensor(y, DType::Int64, {3, 2}, [&](int64_t i) { return 10.0 * trio[static_cast<size_t>(i / 2)] + g; },
+                 "all_to_all_single in [2,0,3]");
+    // v_c: group rank i sends (i + 1) rows to every group rank.
+    std::vector<int64_t> matrix = {1, 1, 1, 2, 2, 2, 3, 3, 3};
+    Tensor input = make_tensor({3 * (g + 1)}, DType::Float32, [&](int64_t) { return double(rank); });
+    Tensor output = Tensor::zeros({6});
+    all_to_all_v_c(output, input, matrix, "a2a_trio");
+    check_tensor(output, DType::Float32, {6}, [&](int64_t i) {
+      return double(trio[static_cast<size_t>(i == 0 ? 0 : (i < 3 ? 1 : 2))]);
+    }, "all_to_all_v_c in [2,0,3]");
+    // Lists in group-rank order.
+    std::vector<Tensor> inputs;
+    std::vector<Shape> shapes;
+    for (int j = 0; j < 3; ++j) {
+      inputs.push_back(Tensor::full({j + 1}, 10.0 * g + j, DType::Int8));
+      shapes.push_back({g + 1});
+    }
+    auto [outs, h2] = all_to_all_with_output_shape(shapes, inputs, "a2a_trio");
+    for (int j = 0; j < 3; ++j) {
+      check_tensor(outs[static_cast<size_t>(j)], DType::Int8, {g + 1}, [&](int64_t) { return 10.0 * j + g; },
+                   "all_to_all_with_output_shape in [2,0,3] from group rank " + std::to_string(j));
+    }
+  });
+}
+
+// The docstring example of all_to_all_v_c (2 ranks, matrix [0, 3, 3, 0]).
+TEST(AllToAll, VcDocstringAndLargerOutput) {
+  run_ranks(2, [](int rank) {
+    Tensor output = Tensor::zeros({3});
+    Tensor input = Tensor::from_vector<float>({0.f, 1.f * rank, 2.f * rank});
+    all_to_all_v_c(output, input, {0, 3, 3, 0});
+    check_tensor(output, DType::Float32, {3}, [&](int64_t i) { return rank == 0 ? double(i) : 0.0; },
+                 "docstring all_to_all_v_c");
+    // An output with more rows than needed: the first rows receive the data.
+    Tensor big = Tensor::full({5}, -1.0);
+    all_to_all_v_c(big, input, {0, 3, 3, 0});
+    std::vector<double> v = values_of(big);
+    for (int64_t i = 0; i < 3; ++i) RCHECK_EQ(v[static_cast<size_t>(i)], rank == 0 ? double(i) : 0.0);
+  });
+}
+
+TEST(AllToAll, Errors) {
+  run_ranks(2, [](int) {
+    Tensor one = Tensor::ones({1});
+    // all_to_all_with_output_shape: list lengths must be N, dtypes equal.
+    RCHECK_THROWS(all_to_all_with_output_shape({Shape{1}}, {one}), collie::TypeError,
+                  "all_to_all_with_output_shape");
+    RCHECK_THROWS(all_to_all_with_output_shape({Shape{1}, Shape{1}}, {one, one, one}), collie::TypeError,
+                  "all_to_all_with_output_shape");
+    RCHECK_THROWS(all_to_all_with_output_shape({Shape{1}, Shape{1}, Shape{1}}, {one, one}), collie::TypeError,
+                  "all_to_all_with_output_shape");
+    RCHECK_THROWS(all_to_all_with_output_shape({Shape{1}, Shape{1}}, {one, Tensor::ones({1}, DType::Int32)}),
+                  collie::TypeError, "all_to_all_with_output_shape");
+    // all_to_all_single: indivisible default splits, wrong lengths or sums.
+    const char* single = "all_to_all_single_with_output_shape";
+    RCHECK_THROWS(all_to_all_single_with_output_shape({4}, Tensor::ones({3})), collie::ValueError, single);
+    RCHECK_THROWS(all_to_all_single_with_output_shape({3}, Tensor::ones({4})), collie::ValueError, single);
+    RCHECK_THROWS(all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {}, {1, 1, 2}), collie::ValueError,
+                  single);
+    RCHECK_THROWS(all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {}, {1, 2}), collie::ValueError,
+                  single);
+    RCHECK_THROWS(all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {4}, {}), collie::ValueError,
+                  single);
+    // all_to_all_v_c: N*N matrix, equal row sizes and dtypes, enough output rows.
+    Tensor out = Tensor::zeros({4});
+    RCHECK_THROWS(all_to_all_v_c(out, Tensor::ones({2}), {1, 1, 1}), collie::TypeError, "all_to_all_v_c");
+    RCHECK_THROWS(all_to_all_v_c(out, Tensor::ones({2}), {1, 1, 1, 1, 1}), collie::TypeError, "all_to_all_v_c");
+    Tensor out2 = Tensor::zeros({4, 2});
+    RCHECK_THROWS(all_to_all_v_c(out2, Tensor::ones({2, 3}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
+    Tensor out3 = Tensor::zeros({4}, DType::Int32);
+    RCHECK_THROWS(all_to_all_v_c(out3, Tensor::ones({2}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
+    Tensor small = Tensor::zeros({1});
+    RCHECK_THROWS(all_to_all_v_c(small, Tensor::ones({2}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
+    // The world still works.
+    auto [y, h] = all_to_all_single_with_output_shape({2}, Tensor::ones({2}));
+    check_tensor(y, DType::Float32, {2}, [](int64_t) { return 1.0; }, "all_to_all_single after errors");
+  });
+}
+
+// The sender's and receiver's element counts must agree: CommError otherwise.
+TEST(AllToAll, CountMismatchIsCommError) {
+  run_ranks(2, [](int rank) {
+    // Rank 1 expects 3 elements from rank 0, which sends 2.
+    std::vector<Tensor> inputs = {Tensor::ones({2}), Tensor::ones({2})};
+    std::vector<Shape> shapes = {Shape{rank == 1 ? int64_t{3} : int64_t{2}}, Shape{2}};
+    if (rank == 1) {
+      RCHECK_THROWS_DERIVED(all_to_all_with_output_shape(shapes, inputs), collie::CommError,
+                            "all_to_all");
+    } else {
+      try {  // the sender may complete or see the mismatch too
+        all_to_all_with_output_shape(shapes, inputs);
+      } catch (const collie::CommError&) {
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace collie::testing

@@ -1,0 +1,159 @@
+// P2POp construction and batch_isend_irecv: the docstring ring on 2-4 ranks (placeholder
+// for isend, received tensor for irecv), receives described by shape + dtype, any order of
+// ops, an all-pairs exchange, a 64 MiB ring exchange each way, and the errors.
+#include "comm_test_util.h"
+
+namespace collie::testing {
+namespace {
+
+RunOptions without_init() {
+  RunOptions o;
+  o.call_init = false;
+  return o;
+}
+
+TEST(P2POp, Construction) {
+  run_ranks(1, [](int) {
+    Tensor send_tensor = Tensor::scalar(1.0);
+    P2POp send_op("isend", send_tensor, 1);
+    RCHECK(send_op.kind == P2POp::Kind::ISEND);
+    RCHECK_EQ(send_op.peer, 1);
+    RCHECK_EQ(send_op.tag, 0);
+    RCHECK_EQ(send_op.group, std::string(WORLD));
+    RCHECK_EQ(send_op.tensor.item(), 1.0);
+
+    P2POp recv_op("irecv", Tensor::zeros({2, 3}, DType::Int16), 0, "some_group", 4);
+    RCHECK(recv_op.kind == P2POp::Kind::IRECV);
+    RCHECK_EQ(recv_op.recv_shape, (Shape{2, 3}));
+    RCHECK_EQ(recv_op.recv_dtype, DType::Int16);
+    RCHECK_EQ(recv_op.group, std::string("some_group"));
+    RCHECK_EQ(recv_op.tag, 4);
+
+    P2POp by_shape("irecv", Shape{}, 0, WORLD, 0, DType::Float32);
+    RCHECK(by_shape.kind == P2POp::Kind::IRECV);
+    RCHECK_EQ(by_shape.recv_shape, Shape{});
+    RCHECK_EQ(by_shape.recv_dtype, DType::Float32);
+
+    RCHECK_THROWS(P2POp("send", send_tensor, 1), collie::ValueError, "isend", "irecv");
+    RCHECK_THROWS(P2POp("ISEND", send_tensor, 1), collie::ValueError);
+    RCHECK_THROWS(P2POp("", Shape{2}, 0, WORLD, 0, DType::Float32), collie::ValueError);
+  }, without_init());
+}
+
+class BatchRing : public ::testing::TestWithParam<int> {};
+
+// The docstring example: send rank+1 to the next rank, receive from the previous one;
+// returns (placeholder, received) = (0, prev+1).
+TEST_P(BatchRing, DocstringRing) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    Tensor send_tensor = Tensor::scalar(rank + 1, DType::Float32);
+    Tensor recv_tensor = Tensor::scalar(0.0, DType::Float32);
+    std::vector<Tensor> out = batch_isend_irecv({P2POp("isend", send_tensor, next),
+                                                 P2POp("irecv", recv_tensor, prev)});
+    RCHECK_EQ(out.size(), size_t{2});
+    check_tensor(out[0], DType::Float32, {}, [](int64_t) { return 0.0; }, "isend placeholder");
+    check_tensor(out[1], DType::Float32, {}, [prev](int64_t) { return prev + 1.0; }, "irecv result");
+    // Inputs are not modified.
+    RCHECK_EQ(send_tensor.item(), rank + 1.0);
+    RCHECK_EQ(recv_tensor.item(), 0.0);
+
+    // Same exchange, receive listed first and described by shape + dtype.
+    out = batch_isend_irecv({P2POp("irecv", Shape{3}, prev, WORLD, 0, DType::Int64),
+                             P2POp("isend", Tensor::full({3}, 7.0 * rank, DType::Int64), next)});
+    check_tensor(out[0], DType::Int64, {3}, [prev](int64_t) { return 7.0 * prev; }, "irecv by shape");
+    check_tensor(out[1], DType::Float32, {}, [](int64_t) { return 0.0; }, "isend placeholder");
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, BatchRing, ::testing::Values(2, 3, 4), world_size_name);
+
+// Every rank sends to and receives from every rank (itself included) in one batch, mixed
+// dtypes and sizes larger than the 4 KiB rings, receives listed before sends on odd ranks.
+TEST(BatchIsendIrecv, AllPairsMixedDtypes) {
+  run_ranks(4, [](int rank) {
+    const int n = 4;
+    std::vector<P2POp> sends, recvs;
+    auto dtype_for = [](int src, int dst) { return all_dtypes()[static_cast<size_t>(src * 4 + dst) % 10]; };
+    auto count_for = [](int src, int dst) { return int64_t{1} + (src * 4 + dst) * 700; };
+    for (int peer = 0; peer < n; ++peer) {
+      DType out_dt = dtype_for(rank, peer), in_dt = dtype_for(peer, rank);
+      sends.emplace_back("isend", make_tensor({count_for(rank, peer)}, out_dt, [&](int64_t i) {
+        return pattern_value(out_dt, rank * 4 + peer, i);
+      }), peer, WORLD, 11);
+      recvs.emplace_back("irecv", Shape{count_for(peer, rank)}, peer, WORLD, 11, in_dt);
+    }
+    std::vector<P2POp> ops;
+    const auto& first = rank % 2 ? recvs : sends;
+    const auto& second = rank % 2 ? sends : recvs;
+    ops.insert(ops.end(), first.begin(), first.end());
+    ops.insert(ops.end(), second.begin(), second.end());
+    std::vector<Tensor> out = batch_isend_irecv(ops);
+    RCHECK_EQ(out.size(), ops.size());
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const P2POp& op = ops[k];
+      if (op.kind == P2POp::Kind::ISEND) {
+        check_tensor(out[k], DType::Float32, {}, [](int64_t) { return 0.0; }, "placeholder");
+      } else {
+        const int src = op.peer;
+        DType dt = dtype_for(src, rank);
+        check_tensor(out[k], dt, {count_for(src, rank)},
+                     [&](int64_t i) { return pattern_value(dt, src * 4 + rank, i); },
+                     "from rank " + std::to_string(src));
+      }
+    }
+  }, small_chunks());
+}
+
+// The design's liveness requirement: 4 ranks, each sends 64 MiB to the next rank and
+// receives 64 MiB from the previous one in one batch.
+TEST(BatchIsendIrecv, RingExchange64MiB) {
+  run_ranks(4, [](int rank) {
+    const int n = 4, next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    const int64_t count = 16 * 1024 * 1024;  // int32 elements: 64 MiB
+    Tensor payload = Tensor::empty({count}, DType::Int32);
+    int32_t* p = payload.data<int32_t>();
+    for (int64_t i = 0; i < count; ++i) p[i] = static_cast<int32_t>(i * 4 + rank);
+    std::vector<Tensor> out = batch_isend_irecv({P2POp("isend", payload, next),
+                                                 P2POp("irecv", Shape{count}, prev, WORLD, 0, DType::Int32)});
+    const Tensor& got = out[1];
+    RCHECK_EQ(got.shape(), Shape{count});
+    RCHECK_EQ(got.dtype(), DType::Int32);
+    const int32_t* q = got.data<int32_t>();
+    int64_t bad = 0, first_bad = -1;
+    for (int64_t i = 0; i < count; ++i) {
+      if (q[i] != static_cast<int32_t>(i * 4 + prev)) {
+        if (first_bad < 0) first_bad = i;
+        ++bad;
+      }
+    }
+    RCHECK_EQ(bad, int64_t{0}) << "64 MiB from rank " << prev << ": first wrong element " << first_bad;
+  });
+}
+
+// Batches inside an unsorted sub-group: peers are world ranks.
+TEST(BatchIsendIrecv, UnsortedSubGroup) {
+  run_ranks(4, [](int rank) {
+    const std::vector<int> trio = {2, 0, 3};
+    const int g = index_in(trio, rank);
+    if (g < 0) return;
+    create_group("batch_trio", trio);
+    const int next = trio[static_cast<size_t>((g + 1) % 3)], prev = trio[static_cast<size_t>((g + 2) % 3)];
+    std::vector<Tensor> out = batch_isend_irecv(
+        {P2POp("isend", Tensor::full({2}, rank, DType::UInt8), next, "batch_trio"),
+         P2POp("irecv", Shape{2}, prev, "batch_trio", 0, DType::UInt8)});
+    check_tensor(out[1], DType::UInt8, {2}, [prev](int64_t) { return double(prev); }, "batch in [2,0,3]");
+  });
+}
+
+TEST(BatchIsendIrecv, Errors) {
+  run_ranks(2, [](int) {
+    RCHECK_THROWS(batch_isend_irecv({}), collie::TypeError, "batch_isend_irecv");
+    RCHECK_THROWS_DERIVED(batch_isend_irecv({P2POp("isend", Tensor::ones({1}), 5)}), collie::Error,
+                          "batch_isend_irecv");
+  });
+}
+
+}  // namespace
+}  // namespace collie::testing

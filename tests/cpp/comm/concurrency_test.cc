@@ -1,0 +1,118 @@
+// Concurrency: two disjoint groups running at the same time, sub-group operations in
+// flight while world operations run, many kinds of async operations queued on one group
+// (they complete in issue order), and sync ops issued while async ones are pending.
+#include "comm_test_util.h"
+
+namespace collie::testing {
+namespace {
+
+// Groups {0, 1} and {2, 3} run independent streams of collectives at the same time.
+TEST(Concurrency, TwoDisjointGroupsAtOnce) {
+  run_ranks(4, [](int rank) {
+    const std::vector<int> members = rank < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+    const std::string name = rank < 2 ? "left" : "right";
+    create_group(name, members);
+    for (int k = 0; k < 40; ++k) {
+      const int64_t count = (k % 4 == 3) ? 5000 : 1 + k;
+      DType dt = all_dtypes()[static_cast<size_t>(k) % 10];
+      const std::string what = "all_reduce #" + std::to_string(k) + " in " + name + " " + std::string(dtype_name(dt));
+      Tensor x = make_tensor({count}, dt, [&](int64_t i) { return rank_value(dt, ReduceOp::SUM, rank, i + k); });
+      auto [y, h] = all_reduce(x, ReduceOp::SUM, name);
+      check_tensor(y, dt, {count}, [&](int64_t i) { return expected_reduction(dt, ReduceOp::SUM, members, i + k); },
+                   what);
+      Tensor b = broadcast(make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); }),
+                           members[static_cast<size_t>(k % 2)], name);
+      check_tensor(b, dt, {count}, [&](int64_t i) { return pattern_value(dt, members[static_cast<size_t>(k % 2)], i); },
+                   "broadcast #" + std::to_string(k) + " in " + name);
+    }
+  }, small_chunks());
+}
+
+// An async op on a sub-group stays in flight while the world runs a synchronous op.
+TEST(Concurrency, SubGroupOpsInterleavedWithWorldOps) {
+  run_ranks(4, [](int rank) {
+    const std::vector<int> pair = {3, 1};
+    const std::vector<int> trio = {2, 0, 3};
+    const bool in_pair = index_in(pair, rank) >= 0, in_trio = index_in(trio, rank) >= 0;
+    if (in_pair) create_group("mix_pair", pair);
+    if (in_trio) create_group("mix_trio", trio);
+    for (int k = 0; k < 20; ++k) {
+      const int64_t count = k % 5 == 0 ? 5000 : 7;
+      std::pair<Tensor, CommHandle> pair_op, trio_op;
+      if (in_pair) pair_op = all_reduce(Tensor::full({count}, rank + k, DType::Int32), ReduceOp::SUM, "mix_pair", true);
+      if (in_trio) trio_op = all_gather_into_tensor(Tensor::full({count}, rank, DType::Int16), "mix_trio", true);
+      auto [w, hw] = all_reduce(Tensor::full({count}, 1.0, DType::Int64));
+      check_tensor(w, DType::Int64, {count}, [](int64_t) { return 4.0; }, "world all_reduce #" + std::to_string(k));
+      if (in_trio) {
+        trio_op.second.wait();
+        check_tensor(trio_op.first, DType::Int16, {3 * count},
+                     [&](int64_t i) { return double(trio[static_cast<size_t>(i / count)]); },
+                     "trio all_gather #" + std::to_string(k));
+      }
+      if (in_pair) {
+        pair_op.second.wait();
+        check_tensor(pair_op.first, DType::Int32, {count}, [&](int64_t) { return 4.0 + 2 * k; },
+                     "pair all_reduce #" + std::to_string(k));
+      }
+    }
+  }, small_chunks());
+}
+
+// Different async collectives queued on one group; waiting for the last one means every
+// earlier one has completed too (operations on one group complete in issue order).
+TEST(Concurrency, AsyncOpsOfEveryKindCompleteInIssueOrder) {
+  run_ranks(3, [](int rank) {
+    for (int round = 0; round < 5; ++round) {
+      std::vector<CommHandle> handles;
+      auto ar = all_reduce(Tensor::full({1000}, rank + 1.0), ReduceOp::SUM, WORLD, true);
+      handles.push_back(ar.second);
+      auto ag = all_gather_into_tensor(Tensor::full({2}, rank, DType::Int8), WORLD, true);
+      handles.push_back(ag.second);
+      auto rs = reduce_scatter_tensor(Tensor::arange(int64_t{6}, DType::Float64), ReduceOp::MAX, WORLD, true);
+      handles.push_back(rs.second);
+      auto a2a = all_to_all_single_with_output_shape({3}, Tensor::full({3}, rank, DType::Int32), {}, {}, WORLD, true);
+      handles.push_back(a2a.second);
+      Tensor vc_out = Tensor::zeros({3});
+      handles.push_back(all_to_all_v_c(vc_out, Tensor::full({3}, rank), {1, 1, 1, 1, 1, 1, 1, 1, 1}, WORLD, true));
+      std::vector<Tensor> ins = {Tensor::full({1}, rank), Tensor::full({1}, rank), Tensor::full({1}, rank)};
+      auto lists = all_to_all_with_output_shape({Shape{1}, Shape{1}, Shape{1}}, ins, WORLD, true);
+      handles.push_back(lists.second);
+      auto last = all_reduce(Tensor::full({3}, 1.0, DType::UInt8), ReduceOp::SUM, WORLD, true);
+      last.second.wait();
+      for (size_t k = 0; k < handles.size(); ++k) {
+        RCHECK(handles[k].is_completed()) << "round " << round << ": op " << k
+                                          << " not completed after a later op on the group";
+      }
+      for (auto& h : handles) h.wait();
+      check_tensor(ar.first, DType::Float32, {1000}, [](int64_t) { return 6.0; }, "all_reduce");
+      check_tensor(ag.first, DType::Int8, {6}, [](int64_t i) { return double(i / 2); }, "all_gather");
+      check_tensor(rs.first, DType::Float64, {2}, [rank](int64_t i) { return 2.0 * rank + i; }, "reduce_scatter");
+      check_tensor(a2a.first, DType::Int32, {3}, [](int64_t i) { return double(i); }, "all_to_all_single");
+      check_tensor(vc_out, DType::Float32, {3}, [](int64_t i) { return double(i); }, "all_to_all_v_c");
+      for (size_t k = 0; k < 3; ++k) {
+        check_tensor(lists.first[k], DType::Float32, {1}, [k](int64_t) { return double(k); }, "all_to_all lists");
+      }
+      check_tensor(last.first, DType::UInt8, {3}, [](int64_t) { return 3.0; }, "last all_reduce");
+    }
+  });
+}
+
+// Point-to-point traffic in flight while collectives run on the same group.
+TEST(Concurrency, P2PInFlightDuringCollectives) {
+  run_ranks(3, [](int rank) {
+    const int next = (rank + 1) % 3, prev = (rank + 2) % 3;
+    for (int k = 0; k < 10; ++k) {
+      CommHandle s = isend(Tensor::full({3000}, rank * 100 + k, DType::Int32), next, WORLD, k);
+      auto [got, r] = irecv(Tensor::zeros({3000}, DType::Int32), prev, WORLD, k);
+      auto [y, h] = all_reduce(Tensor::full({10}, 1.0));
+      check_tensor(y, DType::Float32, {10}, [](int64_t) { return 3.0; }, "all_reduce with p2p in flight");
+      r.wait();
+      s.wait();
+      check_tensor(got, DType::Int32, {3000}, [&](int64_t) { return prev * 100.0 + k; },
+                   "irecv #" + std::to_string(k));
+    }
+  }, small_chunks());
+}
+
+}  // namespace
+}  // namespace collie::testing

@@ -1,0 +1,103 @@
+// init()/release() and the state errors: every operation before init() (and after
+// release()) is a RuntimeError that names the operation and says to call init();
+// queries before init() read the environment; bad environments and backends are ValueErrors.
+#include "comm_test_util.h"
+
+namespace collie::testing {
+namespace {
+
+RunOptions without_init() {
+  RunOptions o;
+  o.call_init = false;
+  return o;
+}
+
+// Calls every operation and checks each raises RuntimeError naming it and init().
+void check_every_op_needs_init() {
+  Tensor x = Tensor::ones({2});
+  Tensor out = Tensor::zeros({2});
+  RCHECK_THROWS(all_reduce(x), collie::RuntimeError, "all_reduce", "init()");
+  RCHECK_THROWS(all_gather_into_tensor(x), collie::RuntimeError, "all_gather_into_tensor", "init()");
+  RCHECK_THROWS(reduce_scatter_tensor(x), collie::RuntimeError, "reduce_scatter_tensor", "init()");
+  RCHECK_THROWS(reduce(x, 0), collie::RuntimeError, "reduce", "init()");
+  RCHECK_THROWS(scatter_tensor(x, 0), collie::RuntimeError, "scatter_tensor", "init()");
+  RCHECK_THROWS(gather_into_tensor(x, 0), collie::RuntimeError, "gather_into_tensor", "init()");
+  RCHECK_THROWS(broadcast(x, 0), collie::RuntimeError, "broadcast", "init()");
+  RCHECK_THROWS(barrier(), collie::RuntimeError, "barrier", "init()");
+  RCHECK_THROWS(send(x, 0), collie::RuntimeError, "send", "init()");
+  RCHECK_THROWS(recv(x, 0), collie::RuntimeError, "recv", "init()");
+  RCHECK_THROWS(isend(x, 0), collie::RuntimeError, "isend", "init()");
+  RCHECK_THROWS(irecv(x, 0), collie::RuntimeError, "irecv", "init()");
+  RCHECK_THROWS(batch_isend_irecv({P2POp("isend", x, 0)}), collie::RuntimeError, "batch_isend_irecv",
+                "init()");
+  RCHECK_THROWS(all_to_all_with_output_shape({Shape{2}, Shape{2}}, {x, x}), collie::RuntimeError,
+                "all_to_all_with_output_shape", "init()");
+  RCHECK_THROWS(all_to_all_single_with_output_shape({2}, x), collie::RuntimeError,
+                "all_to_all_single_with_output_shape", "init()");
+  RCHECK_THROWS(all_to_all_v_c(out, x, {1, 1, 1, 1}), collie::RuntimeError, "all_to_all_v_c", "init()");
+  RCHECK_THROWS(create_group("g", {0, 1}), collie::RuntimeError, "create_group", "init()");
+  RCHECK_THROWS(destroy_group("g"), collie::RuntimeError, "destroy_group", "init()");
+}
+
+TEST(Init, OperationsBeforeInitAreRuntimeErrors) {
+  run_ranks(2, [](int rank) {
+    RCHECK(!is_initialized());
+    // Queries before init() come from the environment (COLLIE_RANK / COLLIE_WORLD_SIZE).
+    RCHECK_EQ(get_rank(), rank);
+    RCHECK_EQ(get_group_size(), 2);
+    RCHECK_EQ(backend_name(), std::string());
+    check_every_op_needs_init();
+  }, without_init());
+}
+
+TEST(Init, OperationsAfterReleaseAreRuntimeErrors) {
+  run_ranks(2, [](int) {
+    init();
+    barrier();
+    release();
+    RCHECK(!is_initialized());
+    check_every_op_needs_init();
+  }, without_init());
+}
+
+TEST(Init, InitTwiceIsANoOpAndVersionIsSet) {
+  run_ranks(2, [](int rank) {
+    init();  // the harness already called it
+    RCHECK(is_initialized());
+    RCHECK_EQ(get_rank(), rank);
+    RCHECK(version() != nullptr && std::string(version()).size() > 0);
+    auto [y, h] = all_reduce(Tensor::ones({1}));
+    check_tensor(y, DType::Float32, {1}, [](int64_t) { return 2.0; }, "all_reduce after a second init()");
+  });
+}
+
+TEST(Init, WorldOfOne) {
+  run_ranks(1, [](int) {
+    RCHECK_EQ(get_group_size(), 1);
+    auto [y, h] = all_reduce(Tensor::full({3}, 4.0));
+    check_tensor(y, DType::Float32, {3}, [](int64_t) { return 4.0; }, "all_reduce in a world of one");
+    barrier();
+    auto [g, h2] = all_gather_into_tensor(Tensor::full({2}, 1.0));
+    check_tensor(g, DType::Float32, {2}, [](int64_t) { return 1.0; }, "all_gather in a world of one");
+  });
+}
+
+TEST(Init, UnknownBackendIsValueError) {
+  run_ranks(1, [](int) {
+    RCHECK_THROWS(init("carrier_pigeon"), collie::ValueError, "carrier_pigeon");
+    RCHECK(!is_initialized());
+  }, without_init());
+}
+
+TEST(Init, BadEnvironmentIsValueError) {
+  RunOptions bad_timeout = without_init();
+  bad_timeout.env = {{"COLLIE_TIMEOUT", "soon"}};
+  run_ranks(1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_TIMEOUT"); }, bad_timeout);
+
+  RunOptions bad_rank = without_init();
+  bad_rank.env = {{"COLLIE_RANK", "5"}};
+  run_ranks(1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_RANK"); }, bad_rank);
+}
+
+}  // namespace
+}  // namespace collie::testing

@@ -1,0 +1,203 @@
+// Point-to-point: send/recv, isend/irecv for every dtype and count (chunked through 4 KiB
+// rings), rings over world sizes 2-4, tags matched out of order, FIFO per tag, sending to
+// oneself, world ranks in unsorted sub-groups, non-contiguous sends, size/dtype mismatch.
+#include "comm_test_util.h"
+
+namespace collie::testing {
+namespace {
+
+TEST(P2P, SendRecvEveryDtypeAndCountBothWays) {
+  run_ranks(2, [](int rank) {
+    const int peer = 1 - rank;
+    for (DType dt : all_dtypes()) {
+      for (int64_t count : element_counts()) {
+        const std::string what = "send/recv " + case_name(dt, count, false);
+        Tensor mine = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        // Template with the right shape/dtype but other values: they must be ignored.
+        Tensor templ = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, 55, i); });
+        Tensor got;
+        if (rank == 0) {
+          send(mine, peer);
+          got = recv(templ, peer);
+        } else {
+          got = recv(templ, peer);
+          send(mine, peer);
+        }
+        check_tensor(got, dt, {count}, [&](int64_t i) { return pattern_value(dt, peer, i); }, what);
+        check_tensor(templ, dt, {count}, [&](int64_t i) { return pattern_value(dt, 55, i); },
+                     what + " (template afterwards)");
+      }
+    }
+  }, small_chunks());
+}
+
+class P2PRing : public ::testing::TestWithParam<int> {};
+
+// isend to the next rank and irecv from the previous, all at once, every dtype and count.
+TEST_P(P2PRing, IsendIrecvEveryDtypeAndCount) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    for (DType dt : all_dtypes()) {
+      for (int64_t count : element_counts()) {
+        const std::string what = "isend/irecv ring " + case_name(dt, count, true);
+        Tensor mine = make_tensor({count, 2}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        CommHandle sent = isend(mine, next);
+        RCHECK(static_cast<bool>(sent)) << what << ": isend must return a handle";
+        auto [got, received] = irecv(Tensor::zeros({count, 2}, dt), prev);
+        RCHECK(static_cast<bool>(received)) << what << ": irecv must return a handle";
+        received.wait();
+        sent.wait();
+        check_tensor(got, dt, {count, 2}, [&](int64_t i) { return pattern_value(dt, prev, i); }, what);
+      }
+    }
+  }, small_chunks());
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, P2PRing, ::testing::Values(2, 3, 4), world_size_name);
+
+// Two messages with different tags, received in the reverse order of sending; small ones
+// and ones much larger than the 4 KiB ring.
+TEST(P2P, TagsMatchOutOfOrder) {
+  run_ranks(2, [](int rank) {
+    for (int64_t count : {int64_t{3}, int64_t{20000}}) {
+      const std::string what = "tags, count " + std::to_string(count);
+      if (rank == 0) {
+        CommHandle a = isend(Tensor::full({count}, 1.0, DType::Int32), 1, WORLD, /*tag=*/1);
+        CommHandle b = isend(Tensor::full({count}, 2.0, DType::Int32), 1, WORLD, /*tag=*/2);
+        a.wait();
+        b.wait();
+      } else {
+        Tensor templ = Tensor::zeros({count}, DType::Int32);
+        Tensor second = recv(templ, 0, WORLD, /*tag=*/2);
+        Tensor first = recv(templ, 0, WORLD, /*tag=*/1);
+        check_tensor(second, DType::Int32, {count}, [](int64_t) { return 2.0; }, what + " tag 2");
+        check_tensor(first, DType::Int32, {count}, [](int64_t) { return 1.0; }, what + " tag 1");
+      }
+    }
+  }, small_chunks());
+}
+
+// Messages with the same (source, group, tag) arrive in the order they were sent.
+TEST(P2P, SameTagIsFifo) {
+  run_ranks(2, [](int rank) {
+    constexpr int kMessages = 20;
+    if (rank == 0) {
+      std::vector<CommHandle> handles;
+      for (int k = 0; k < kMessages; ++k) handles.push_back(isend(Tensor::full({100 * (k % 3) + 1}, k), 1, WORLD, 5));
+      for (auto& h : handles) h.wait();
+    } else {
+      for (int k = 0; k < kMessages; ++k) {
+        Tensor got = recv(Tensor::zeros({100 * (k % 3) + 1}), 0, WORLD, 5);
+        check_tensor(got, DType::Float32, {100 * (k % 3) + 1}, [k](int64_t) { return double(k); },
+                     "message " + std::to_string(k));
+      }
+    }
+  }, small_chunks());
+}
+
+TEST(P2P, SendToSelf) {
+  run_ranks(2, [](int rank) {
+    for (int64_t count : {int64_t{1}, int64_t{5000}}) {
+      const std::string what = "send to self, count " + std::to_string(count);
+      Tensor x = make_tensor({count}, DType::Float64, [&](int64_t i) { return pattern_value(DType::Float64, rank, i); });
+      // irecv first, then a blocking send (the pairing the header documents).
+      auto [y, h] = irecv(Tensor::zeros({count}, DType::Float64), rank);
+      send(x, rank);
+      h.wait();
+      check_tensor(y, DType::Float64, {count}, [&](int64_t i) { return pattern_value(DType::Float64, rank, i); },
+                   what + " (irecv + send)");
+      // isend first, then a blocking recv.
+      CommHandle s = isend(x, rank, WORLD, 3);
+      Tensor z = recv(Tensor::zeros({count}, DType::Float64), rank, WORLD, 3);
+      s.wait();
+      check_tensor(z, DType::Float64, {count}, [&](int64_t i) { return pattern_value(DType::Float64, rank, i); },
+                   what + " (isend + recv)");
+    }
+  }, small_chunks());
+}
+
+// dst/src are world ranks; in a group created as [3, 1] world rank 1 is group rank 1
+// (MindSpore's sorted map would say 0 — collie has one map, the creation order).
+TEST(P2P, WorldRanksInUnsortedSubGroups) {
+  run_ranks(4, [](int rank) {
+    const std::vector<int> pair = {3, 1};
+    const std::vector<int> trio = {2, 0, 3};
+    if (index_in(pair, rank) >= 0) {
+      create_group("p2p_pair", pair);
+      const int peer = rank == 3 ? 1 : 3;
+      Tensor x = Tensor::full({6}, 10.0 * rank, DType::Int64);
+      if (rank == 3) {
+        send(x, 1, "p2p_pair");
+        Tensor y = recv(Tensor::zeros({6}, DType::Int64), 1, "p2p_pair");
+        check_tensor(y, DType::Int64, {6}, [](int64_t) { return 10.0; }, "recv from world rank 1 in [3,1]");
+      } else {
+        Tensor y = recv(Tensor::zeros({6}, DType::Int64), 3, "p2p_pair");
+        check_tensor(y, DType::Int64, {6}, [](int64_t) { return 30.0; }, "recv from world rank 3 in [3,1]");
+        send(x, peer, "p2p_pair");
+      }
+    }
+    if (index_in(trio, rank) >= 0) {
+      create_group("p2p_trio", trio);
+      const int g = index_in(trio, rank);
+      const int next = trio[static_cast<size_t>((g + 1) % 3)], prev = trio[static_cast<size_t>((g + 2) % 3)];
+      CommHandle s = isend(Tensor::full({3}, rank, DType::Int16), next, "p2p_trio", 9);
+      auto [y, h] = irecv(Tensor::zeros({3}, DType::Int16), prev, "p2p_trio", 9);
+      h.wait();
+      s.wait();
+      check_tensor(y, DType::Int16, {3}, [prev](int64_t) { return double(prev); }, "ring in [2,0,3]");
+    }
+  });
+}
+
+TEST(P2P, NonContiguousSend) {
+  run_ranks(2, [](int rank) {
+    if (rank == 0) {
+      Tensor base = Tensor::arange(int64_t{12}, DType::Float32).reshape({3, 4});
+      send(base.transpose(0, 1), 1);  // [4, 3]: (a, b) = 4b + a
+    } else {
+      Tensor y = recv(Tensor::zeros({4, 3}), 0);
+      check_tensor(y, DType::Float32, {4, 3}, [](int64_t k) { return 4.0 * (k % 3) + k / 3; },
+                   "recv of a transposed send");
+    }
+  });
+}
+
+TEST(P2P, PeerNotInGroupIsAnError) {
+  run_ranks(4, [](int rank) {
+    Tensor x = Tensor::ones({2});
+    RCHECK_THROWS_DERIVED(send(x, 4), collie::Error, "send");
+    RCHECK_THROWS_DERIVED(isend(x, -1), collie::Error, "isend");
+    RCHECK_THROWS_DERIVED(recv(x, 9), collie::Error, "recv");
+    RCHECK_THROWS_DERIVED(irecv(x, 4), collie::Error, "irecv");
+    RCHECK_THROWS_DERIVED(send(x, 0, "no_such_group"), collie::Error, "send", "no_such_group");
+    const std::vector<int> pair = {3, 1};
+    if (index_in(pair, rank) < 0) return;
+    create_group("p2p_err_pair", pair);
+    RCHECK_THROWS_DERIVED(send(x, 0, "p2p_err_pair"), collie::Error, "send");
+    RCHECK_THROWS_DERIVED(recv(x, 2, "p2p_err_pair"), collie::Error, "recv");
+  });
+}
+
+// A receive must name the sender's exact size and dtype: CommError otherwise.
+TEST(P2P, SizeOrDtypeMismatchIsCommError) {
+  run_ranks(2, [](int rank) {
+    if (rank == 0) {
+      CommHandle a = isend(Tensor::ones({4}), 1, WORLD, 1);
+      CommHandle b = isend(Tensor::ones({4}, DType::Float32), 1, WORLD, 2);
+      // The sends may complete or fail: the receiver is the one that must report it.
+      for (CommHandle* h : {&a, &b}) {
+        try {
+          h->wait();
+        } catch (const collie::Error&) {
+        }
+      }
+    } else {
+      RCHECK_THROWS(recv(Tensor::zeros({5}), 0, WORLD, 1), collie::CommError, "recv");
+      RCHECK_THROWS(recv(Tensor::zeros({4}, DType::Int32), 0, WORLD, 2), collie::CommError, "recv");
+    }
+  });
+}
+
+}  // namespace
+}  // namespace collie::testing
