@@ -53,8 +53,9 @@ std::vector<int64_t> split_sizes(const std::vector<int64_t>& given, int64_t rows
 }
 
 WorkPtr launch(detail::Group& g, const Tensor& in, std::vector<size_t> send, const Tensor& out,
-               std::vector<size_t> recv) {
-  detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0);  // counts differ per rank
+               std::vector<size_t> recv, bool blocking) {
+  // Counts differ per rank, so the fingerprint carries none (step 0 checks them).
+  detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0, ReduceOp::SUM, -1, blocking);
   return g.submit(info, {in, out}, [&](Backend& b, const WorkPtr& w) {
     b.all_to_all(w, in.data_ptr(), send, out.data_ptr(), recv, in.dtype());
   });
@@ -91,7 +92,7 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
   }
   Tensor in = Tensor::cat(flat);
   Tensor out = Tensor::empty({total_recv}, dtype);
-  WorkPtr w = launch(*g, in, send, out, recv);
+  WorkPtr w = launch(*g, in, send, out, recv, !async_op);
   std::vector<Tensor> outputs;
   int64_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -128,7 +129,7 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
   }
   Tensor in = tensor.contiguous();
   Tensor out = Tensor::empty(output_shape, tensor.dtype());
-  return detail::finish(out, launch(*g, in, send, out, recv), async_op);
+  return detail::finish(out, launch(*g, in, send, out, recv, !async_op), async_op);
 }
 
 CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
@@ -172,7 +173,7 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
                      std::to_string(rows_out) + " rows (output has " + std::to_string(have_out) + ")");
   }
   Tensor in = input.contiguous();
-  WorkPtr w = launch(*g, in, send, output, recv);
+  WorkPtr w = launch(*g, in, send, output, recv, !async_op);
   if (!async_op) {
     w->wait();
     return CommHandle();

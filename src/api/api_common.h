@@ -15,13 +15,14 @@ namespace collie::detail {
 
 // A description of a call for the choke point (group and seq are stamped there).
 inline OpInfo op_info(OpKind kind, const Tensor& t, uint64_t count, ReduceOp op = ReduceOp::SUM,
-                      int root = -1) {
+                      int root = -1, bool blocking = false) {
   OpInfo info;
   info.kind = kind;
   info.count = count;
   info.dtype = t.dtype();
   info.reduce_op = op;
   info.root = root;
+  info.blocking = blocking;
   return info;
 }
 

@@ -19,7 +19,7 @@ std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std:
   Tensor in = tensor.contiguous();
   Tensor out = Tensor::empty(tensor.shape(), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::AllReduce, in, n, op), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::AllReduce, in, n, op, -1, !async_op), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.all_reduce(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
                         });
@@ -37,7 +37,7 @@ std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
   Tensor out = Tensor::empty(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::AllGather, in, n), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::AllGather, in, n, ReduceOp::SUM, -1, !async_op), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.all_gather(work, in.data_ptr(), out.data_ptr(), n, in.dtype());
                         });
@@ -58,7 +58,7 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
   Tensor in = tensor.contiguous();
   Tensor out = Tensor::empty(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
-  WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op, -1, !async_op), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.reduce_scatter(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
                         });
@@ -73,7 +73,7 @@ Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group
   // comm_func.reduce gives non-destination ranks a shape-[1] placeholder.
   Tensor out = is_root ? Tensor::empty(tensor.shape(), tensor.dtype()) : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root, true), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.reduce(work, in.data_ptr(), is_root ? out.data_ptr() : nullptr, n,
                                    in.dtype(), op, root);
@@ -87,7 +87,7 @@ Tensor broadcast(const Tensor& tensor, int src, std::string_view group) {
   Tensor in = tensor.contiguous();
   Tensor out = Tensor::empty(tensor.shape(), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::Broadcast, in, n, ReduceOp::SUM, root), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::Broadcast, in, n, ReduceOp::SUM, root, true), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.broadcast(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), root);
                         });
@@ -107,7 +107,7 @@ Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group)
   Tensor out = is_root ? Tensor::empty(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype())
                        : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root, true), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.gather(work, in.data_ptr(), is_root ? out.data_ptr() : nullptr, n,
                                    in.dtype(), root);
@@ -127,7 +127,7 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
   Tensor in = tensor.contiguous();
   Tensor out = Tensor::empty(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
-  WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root, true), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.scatter(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), root);
                         });
@@ -138,6 +138,7 @@ void barrier(std::string_view group) {
   auto g = lookup_for_op(group, "barrier");
   detail::OpInfo info;
   info.kind = OpKind::Barrier;
+  info.blocking = true;
   WorkPtr w = g->submit(info, {}, [&](Backend& b, const WorkPtr& work) { b.barrier(work); });
   w->wait();
 }

@@ -27,28 +27,29 @@ int peer_rank(const Group& g, int world_rank, std::string_view op, std::string_v
   return r;
 }
 
-detail::OpInfo p2p_info(OpKind kind, const Tensor& t, int peer, int tag) {
-  detail::OpInfo info = detail::op_info(kind, t, static_cast<uint64_t>(t.numel()));
+detail::OpInfo p2p_info(OpKind kind, const Tensor& t, int peer, int tag, bool blocking) {
+  detail::OpInfo info = detail::op_info(kind, t, static_cast<uint64_t>(t.numel()), ReduceOp::SUM, -1, blocking);
   info.root = peer;
   info.tag = tag;
   return info;
 }
 
-WorkPtr start_send(const Tensor& tensor, int dst, std::string_view group, int tag, const char* op) {
+WorkPtr start_send(const Tensor& tensor, int dst, std::string_view group, int tag, const char* op,
+                   bool blocking) {
   auto g = detail::lookup_for_op(group, op);
   int peer = peer_rank(*g, dst, op, "dst");
   Tensor in = tensor.contiguous();
-  return g->submit(p2p_info(OpKind::Send, in, peer, tag), {in}, [&](Backend& b, const WorkPtr& w) {
+  return g->submit(p2p_info(OpKind::Send, in, peer, tag, blocking), {in}, [&](Backend& b, const WorkPtr& w) {
     b.send(w, in.data_ptr(), static_cast<size_t>(in.numel()), in.dtype(), peer, tag);
   });
 }
 
 std::pair<Tensor, WorkPtr> start_recv(const Shape& shape, DType dtype, int src, std::string_view group,
-                                      int tag, const char* op) {
+                                      int tag, const char* op, bool blocking) {
   auto g = detail::lookup_for_op(group, op);
   int peer = peer_rank(*g, src, op, "src");
   Tensor out = Tensor::empty(shape, dtype);
-  WorkPtr w = g->submit(p2p_info(OpKind::Recv, out, peer, tag), {out},
+  WorkPtr w = g->submit(p2p_info(OpKind::Recv, out, peer, tag, blocking), {out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.recv(work, out.data_ptr(), static_cast<size_t>(out.numel()), dtype, peer, tag);
                         });
@@ -64,21 +65,21 @@ P2POp::Kind parse_kind(std::string_view op) {
 }  // namespace
 
 void send(const Tensor& tensor, int dst, std::string_view group, int tag) {
-  start_send(tensor, dst, group, tag, "send")->wait();
+  start_send(tensor, dst, group, tag, "send", true)->wait();
 }
 
 CommHandle isend(const Tensor& tensor, int dst, std::string_view group, int tag) {
-  return CommHandle(start_send(tensor, dst, group, tag, "isend"));
+  return CommHandle(start_send(tensor, dst, group, tag, "isend", false));
 }
 
 Tensor recv(const Tensor& tensor, int src, std::string_view group, int tag) {
-  auto [out, w] = start_recv(tensor.shape(), tensor.dtype(), src, group, tag, "recv");
+  auto [out, w] = start_recv(tensor.shape(), tensor.dtype(), src, group, tag, "recv", true);
   w->wait();
   return out;
 }
 
 std::pair<Tensor, CommHandle> irecv(const Tensor& tensor, int src, std::string_view group, int tag) {
-  auto [out, w] = start_recv(tensor.shape(), tensor.dtype(), src, group, tag, "irecv");
+  auto [out, w] = start_recv(tensor.shape(), tensor.dtype(), src, group, tag, "irecv", false);
   return {out, CommHandle(w)};
 }
 
@@ -114,11 +115,11 @@ std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
   for (const P2POp& op : p2p_op_list) {
     try {
       if (op.kind == P2POp::Kind::ISEND) {
-        works.push_back(start_send(op.tensor, op.peer, op.group, op.tag, "batch_isend_irecv"));
+        works.push_back(start_send(op.tensor, op.peer, op.group, op.tag, "batch_isend_irecv", true));
         results.push_back(Tensor::scalar(0));
       } else {
         auto [out, w] = start_recv(op.recv_shape, op.recv_dtype, op.peer, op.group, op.tag,
-                                   "batch_isend_irecv");
+                                   "batch_isend_irecv", true);
         works.push_back(w);
         results.push_back(out);
       }

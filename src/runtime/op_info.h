@@ -37,6 +37,7 @@ struct OpInfo {
   ReduceOp reduce_op = ReduceOp::SUM;
   int root = -1;          // group rank of the root / peer, -1 if none
   int tag = 0;            // p2p only
+  bool blocking = false;  // the caller waits at once (it can drive progress itself)
 
   // "all_reduce(sum) float32 x1024 on group 'g' seq 7"
   std::string describe() const;

@@ -8,6 +8,7 @@ void Work::complete() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
+    done_flag_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
@@ -17,11 +18,15 @@ void Work::fail(std::exception_ptr error) {
     std::lock_guard<std::mutex> lock(mu_);
     error_ = std::move(error);
     done_ = true;
+    done_flag_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
 
 void Work::wait() {
+  if (!is_completed()) {
+    if (auto driver = driver_.lock()) driver->drive(*this);
+  }
   std::unique_lock<std::mutex> lock(mu_);
   // The engine enforces each operation's deadline, so this wait always ends.
   cv_.wait(lock, [&] { return done_; });
@@ -33,11 +38,6 @@ bool Work::wait_until(std::chrono::steady_clock::time_point deadline) {
   if (!cv_.wait_until(lock, deadline, [&] { return done_; })) return false;
   if (error_) std::rethrow_exception(error_);
   return true;
-}
-
-bool Work::is_completed() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
 }
 
 std::exception_ptr Work::error() const {

@@ -6,6 +6,7 @@
 // exception and rethrown by every wait().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -18,6 +19,18 @@
 
 namespace collie {
 
+class Work;
+
+// A backend whose operations can be progressed by the thread that waits for
+// them (instead of handing off to a progress thread and back). Work::wait()
+// calls drive() when the backend set one.
+class ProgressDriver {
+ public:
+  virtual ~ProgressDriver() = default;
+  // Returns once `work` has completed (successfully or not).
+  virtual void drive(const Work& work) = 0;
+};
+
 class Work {
  public:
   explicit Work(detail::OpInfo info) : info_(std::move(info)) {}
@@ -27,12 +40,15 @@ class Work {
   // Keeps `t`'s storage alive until the work is destroyed.
   void keep_alive(const Tensor& t) { keep_alive_.push_back(t); }
 
+  // The backend that can progress this work from the waiting thread.
+  void set_driver(std::weak_ptr<ProgressDriver> driver) { driver_ = std::move(driver); }
+
   void complete();
   void fail(std::exception_ptr error);
 
   void wait();
   bool wait_until(std::chrono::steady_clock::time_point deadline);
-  bool is_completed() const;
+  bool is_completed() const { return done_flag_.load(std::memory_order_acquire); }
   std::exception_ptr error() const;
 
  private:
@@ -41,7 +57,9 @@ class Work {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::atomic<bool> done_flag_{false};  // done_, readable without the mutex
   std::exception_ptr error_;
+  std::weak_ptr<ProgressDriver> driver_;
 };
 
 using WorkPtr = std::shared_ptr<Work>;

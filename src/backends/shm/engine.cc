@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "backends/shm/futex.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
 
@@ -20,6 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 // How often a blocked operation's peers are checked for liveness.
 constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
+constexpr auto kStallCheckInterval = std::chrono::milliseconds(5);
 // Longest sleep on the doorbell while operations are pending (they need their
 // deadlines and peers checked); idle engines sleep longer.
 constexpr int64_t kBusySleepNs = 20'000'000;
@@ -40,7 +42,7 @@ ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
   // Spinning only pays when every rank has a core to itself; on an oversubscribed
   // machine it steals the time the peer needs to make progress.
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  spin_passes_ = static_cast<unsigned>(world_->size()) * 2 <= cores ? 2000 : 0;
+  if (static_cast<unsigned>(world_->size()) <= cores) spin_budget_ = std::chrono::microseconds(200);
   groups_.push_back(world_.get());
   thread_ = std::thread([this] { run(); });
 }
@@ -62,30 +64,35 @@ void ShmEngine::ring_peers(const ShmGroup& group) const {
 }
 
 void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
+  // A blocking call's thread will drive the operation itself: no need to wake
+  // the progress thread.
+  bool wake = !op->work()->info().blocking;
   pending_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.collectives.emplace_back(group, std::move(op));
   }
-  my_doorbell().ring();
+  if (wake) my_doorbell().ring();
 }
 
 void ShmEngine::submit_send(SendRequest request) {
+  bool wake = !request.work->info().blocking;
   pending_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.sends.push_back(std::move(request));
   }
-  my_doorbell().ring();
+  if (wake) my_doorbell().ring();
 }
 
 void ShmEngine::submit_recv(RecvRequest request) {
+  bool wake = !request.work->info().blocking;
   pending_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.recvs.push_back(std::move(request));
   }
-  my_doorbell().ring();
+  if (wake) my_doorbell().ring();
 }
 
 void ShmEngine::drain(ShmGroup* group) {
@@ -231,6 +238,10 @@ bool ShmEngine::pass() {
 }
 
 void ShmEngine::check_stalls(Clock::time_point now) {
+  // Deadlines are seconds long: looking every few milliseconds is plenty, and
+  // keeps the spinning passes cheap.
+  if (now - last_stall_check_ < kStallCheckInterval) return;
+  last_stall_check_ = now;
   bool liveness_due = now - last_liveness_check_ >= kLivenessInterval;
   if (liveness_due) last_liveness_check_ = now;
   for (ShmGroup* g : groups_) {
@@ -265,26 +276,62 @@ void ShmEngine::check_stalls(Clock::time_point now) {
   p2p_.check_stalls(now, liveness_due);
 }
 
+bool ShmEngine::locked_pass() {
+  std::lock_guard<std::mutex> lock(progress_mu_);
+  bool moved = pass();
+  if (!moved) check_stalls(Clock::now());
+  return moved;
+}
+
+template <typename Done>
+void ShmEngine::sleep_unless_progress(Done done, int64_t timeout_ns) {
+  Doorbell& bell = my_doorbell();
+  uint32_t seen = bell.prepare_wait();
+  // The pass after prepare_wait closes the race with a peer ringing just before.
+  if (!locked_pass() && !done()) bell.wait(seen, timeout_ns);
+  bell.finish_wait();
+}
+
+void ShmEngine::drive(const Work& work) {
+  drivers_.fetch_add(1, std::memory_order_acq_rel);
+  auto spin_start = Clock::now();
+  while (!work.is_completed()) {
+    if (locked_pass()) {
+      spin_start = Clock::now();
+      continue;
+    }
+    if (work.is_completed()) break;
+    if (Clock::now() - spin_start < spin_budget_) {
+      COLLIE_CPU_RELAX();
+      continue;
+    }
+    sleep_unless_progress([&] { return work.is_completed(); }, kBusySleepNs);
+    spin_start = Clock::now();
+  }
+  if (drivers_.fetch_sub(1, std::memory_order_acq_rel) == 1) futex_wake(&drivers_, 1);
+}
+
 void ShmEngine::run() {
-  int spins = 0;
+  auto spin_start = Clock::now();
   for (;;) {
-    if (pass()) {
-      spins = 0;
+    uint32_t drivers = drivers_.load(std::memory_order_acquire);
+    if (drivers != 0 && !stop_.load()) {
+      // A waiting thread is progressing everything; stay out of its way.
+      futex_wait(&drivers_, drivers, kBusySleepNs);
+      continue;
+    }
+    if (locked_pass()) {
+      spin_start = Clock::now();
       continue;
     }
     bool idle = pending_.load(std::memory_order_acquire) == 0;
     if (stop_.load() && idle) return;
-    check_stalls(Clock::now());
-    if (!idle && spins < spin_passes_) {
-      ++spins;
+    if (!idle && Clock::now() - spin_start < spin_budget_) {
       COLLIE_CPU_RELAX();
       continue;
     }
-    Doorbell& bell = my_doorbell();
-    uint32_t seen = bell.prepare_wait();
-    if (!pass()) bell.wait(seen, idle ? kIdleSleepNs : kBusySleepNs);
-    bell.finish_wait();
-    spins = 0;
+    sleep_unless_progress([] { return false; }, idle ? kIdleSleepNs : kBusySleepNs);
+    spin_start = Clock::now();
   }
 }
 

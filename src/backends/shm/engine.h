@@ -24,7 +24,7 @@
 
 namespace collie::detail {
 
-class ShmEngine {
+class ShmEngine final : public ProgressDriver {
  public:
   // `world` must be the world group (with p2p rings); the engine keeps it.
   explicit ShmEngine(std::shared_ptr<ShmGroup> world);
@@ -39,6 +39,12 @@ class ShmEngine {
   // Queues a point-to-point transfer.
   void submit_send(SendRequest request);
   void submit_recv(RecvRequest request);
+
+  // Progresses everything from the calling thread until `work` completes: the
+  // waiting thread does the work itself (no hand-off to the progress thread and
+  // back), spinning briefly when every rank has a core, then sleeping on the
+  // doorbell. The progress thread stands aside while any thread drives.
+  void drive(const Work& work) override;
 
   // Blocks until `group` (nullptr: everything, p2p included) has no queued operations.
   void drain(ShmGroup* group);
@@ -69,12 +75,19 @@ class ShmEngine {
   std::atomic<uint64_t> pending_{0};
   std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled  // operations submitted and not yet finished
   std::atomic<bool> stop_{false};
-  int spin_passes_ = 0;
+  std::mutex progress_mu_;              // held for every pass, by whichever thread runs it
+  std::atomic<uint32_t> drivers_{0};    // threads inside drive() (a futex word)
+  std::chrono::nanoseconds spin_budget_{0};
   std::chrono::steady_clock::time_point last_liveness_check_;
+  std::chrono::steady_clock::time_point last_stall_check_;
   std::thread thread_;
 
   void run();
   bool pass();
+  bool locked_pass();
+  // Sleeps on the doorbell unless a last pass moves something or `done()` holds.
+  template <typename Done>
+  void sleep_unless_progress(Done done, int64_t timeout_ns);
   bool take_inbox();
   bool advance_group(ShmGroup& group);
   void check_stalls(std::chrono::steady_clock::time_point now);

@@ -56,6 +56,7 @@ void ShmBackend::all_to_all(const WorkPtr& w, const void* in, const std::vector<
 }
 
 void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer, int tag) {
+  w->set_driver(engine_);
   SendRequest r;
   r.work = w;
   r.dst = group_->world_rank(peer);
@@ -69,6 +70,7 @@ void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtyp
 }
 
 void ShmBackend::recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) {
+  w->set_driver(engine_);
   RecvRequest r;
   r.work = w;
   r.src = group_->world_rank(peer);

@@ -41,7 +41,10 @@ class ShmBackend final : public Backend {
  private:
   std::shared_ptr<ShmEngine> engine_;
   std::shared_ptr<ShmGroup> group_;
-  CollectiveCall call(const WorkPtr& w) { return {engine_.get(), group_.get(), w}; }
+  CollectiveCall call(const WorkPtr& w) {
+    w->set_driver(engine_);
+    return {engine_.get(), group_.get(), w};
+  }
 };
 
 }  // namespace collie::detail
