@@ -12,6 +12,7 @@ Group::Group(std::string name, std::vector<int> world_ranks, int my_world_rank,
       timeout_seconds_(timeout_seconds),
       backend_(std::move(backend)) {
   rank_ = group_rank_of(my_world_rank);
+  recorder_ = std::make_shared<FlightRecorder>(name_, my_world_rank, flight_recorder_capacity());
 }
 
 Group::~Group() = default;
@@ -26,7 +27,9 @@ WorkPtr Group::submit(OpInfo info, const std::vector<Tensor>& keep_alive,
   std::lock_guard<std::mutex> lock(submit_mu_);
   info.group = name_;
   info.seq = next_seq_++;
+  recorder_->issued(info);
   auto work = std::make_shared<Work>(std::move(info));
+  work->set_recorder(recorder_);
   for (const Tensor& t : keep_alive) work->keep_alive(t);
   launch(*backend_, work);
   return work;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "runtime/flight_recorder.h"
 #include "runtime/work.h"
 
 namespace collie::detail {
@@ -42,12 +43,15 @@ class Group {
   // Waits until every operation issued on this group has finished.
   void drain();
 
+  const FlightRecorder& recorder() const { return *recorder_; }
+
  private:
   std::string name_;
   std::vector<int> world_ranks_;
   int rank_;
   double timeout_seconds_;
   std::unique_ptr<Backend> backend_;
+  std::shared_ptr<FlightRecorder> recorder_;
   std::mutex submit_mu_;
   uint64_t next_seq_ = 1;
 };

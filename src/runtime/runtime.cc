@@ -113,13 +113,22 @@ void init(std::string_view backend_name) {
   s.backend = choice.name;
   s.backend_reason = choice.reason;
   s.timeout_seconds = timeout;
+  s.signal_dump = std::make_unique<detail::SignalDump>([] {
+    RuntimeState& st = runtime_state();
+    std::lock_guard<std::mutex> l(st.mu);
+    if (!st.initialized) return;
+    st.world->recorder().report();
+    for (auto& [name, g] : st.groups) g->recorder().report();
+  });
   s.initialized = true;
 }
 
 void release() {
   RuntimeState& s = runtime_state();
+  std::unique_ptr<detail::SignalDump> signal_dump;  // stopped after the lock is released
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.initialized) return;
+  signal_dump = std::move(s.signal_dump);
   for (auto& [name, g] : s.groups) g->drain();
   s.groups.clear();  // detaches each sub-group from the engine
   s.world->drain();

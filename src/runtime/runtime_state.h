@@ -14,6 +14,7 @@
 #include "backends/transport.h"
 #include "runtime/env.h"
 #include "runtime/group.h"
+#include "runtime/signal_dump.h"
 
 namespace collie::detail {
 
@@ -28,6 +29,7 @@ struct RuntimeState {
   double timeout_seconds = 300;
   std::string backend_reason;     // why that backend was chosen
   std::unique_ptr<Transport> transport;
+  std::unique_ptr<SignalDump> signal_dump;  // SIGUSR1 prints the flight recorders
   std::shared_ptr<Group> world;
   std::map<std::string, std::shared_ptr<Group>, std::less<>> groups;  // not the world
   std::map<std::string, uint64_t, std::less<>> incarnations;        // creations per name

@@ -1,10 +1,12 @@
 #include "runtime/work.h"
 
+#include "collie/errors.h"
 #include "collie/handle.h"
 
 namespace collie {
 
 void Work::complete() {
+  if (recorder_) recorder_->finished(info_.seq, "");
   {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
@@ -14,6 +16,25 @@ void Work::complete() {
 }
 
 void Work::fail(std::exception_ptr error) {
+  if (recorder_) {
+    std::string what = "unknown error";
+    bool comm_failure = false;
+    try {
+      std::rethrow_exception(error);
+    } catch (const CommError& e) {
+      what = e.what();
+      comm_failure = true;
+    } catch (const TimeoutError& e) {
+      what = e.what();
+      comm_failure = true;
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    recorder_->finished(info_.seq, what);
+    // A peer died or vanished: show what this rank last did, once per group.
+    if (comm_failure) recorder_->report_once();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     error_ = std::move(error);

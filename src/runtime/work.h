@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collie/tensor.h"
+#include "runtime/flight_recorder.h"
 #include "runtime/op_info.h"
 
 namespace collie {
@@ -40,6 +41,9 @@ class Work {
   // Keeps `t`'s storage alive until the work is destroyed.
   void keep_alive(const Tensor& t) { keep_alive_.push_back(t); }
 
+  // Where completion is recorded (set by the choke point).
+  void set_recorder(std::shared_ptr<detail::FlightRecorder> recorder) { recorder_ = std::move(recorder); }
+
   // The backend that can progress this work from the waiting thread.
   void set_driver(std::weak_ptr<ProgressDriver> driver) { driver_ = std::move(driver); }
 
@@ -60,6 +64,7 @@ class Work {
   std::atomic<bool> done_flag_{false};  // done_, readable without the mutex
   std::exception_ptr error_;
   std::weak_ptr<ProgressDriver> driver_;
+  std::shared_ptr<detail::FlightRecorder> recorder_;
 };
 
 using WorkPtr = std::shared_ptr<Work>;
