@@ -1,0 +1,632 @@
+"""collie.comm_func — MindSpore's functional communication API on numpy arrays.
+
+Every function keeps the name, argument order, defaults, return convention and
+exception types of ``mindspore.communication.comm_func``:
+
+* tensors are numpy arrays — or any object with ``__dlpack__`` (CPU) or the buffer
+  protocol; any dtype among bool, int8, uint8, int16, int32, int64, float16,
+  bfloat16 (through DLPack), float32, float64; any strides (views are fine);
+* inputs are never modified; results are new numpy arrays (their memory is the
+  C++ result's storage, no copy);
+* ``(output, None)`` for a synchronous call, ``(output, CommHandle)`` with
+  ``async_op=True`` (the output is valid after ``handle.wait()``);
+* ``dst``/``src``/``peer`` are world ranks; ``group`` defaults to
+  ``"hccl_world_group"``, which means the current world.
+
+Differences from MindSpore (see docs/python.md): ``CommHandle.wait()`` blocks the
+host until the operation is complete; p2p ``tag`` is supported; send/recv use the
+same world->group rank map as every other function (the order given to
+create_group); all_to_all_single_with_output_shape takes split sizes from the input
+tensor (MindSpore 2.5+ wrongly uses output_shape); batch_isend_irecv uses each
+op's own group.
+
+Example (``collie run -n 2 /usr/bin/python3 script.py``):
+    >>> import numpy as np
+    >>> import collie as comm
+    >>> comm.init()
+    >>> output, _ = comm.comm_func.all_reduce(np.ones([2, 8], np.float32))
+    >>> print(output)
+    [[2. 2. 2. 2. 2. 2. 2. 2.]
+     [2. 2. 2. 2. 2. 2. 2. 2.]]
+"""
+
+from collie import _collie
+from collie._dtypes import dtype_name as _dtype_name
+from collie._dtypes import is_dtype as _is_dtype
+from collie.errors import IrecvTypeError, ReduceOpValueError
+from collie.management import GlobalComm, _check_inited, _get_group, _is_world
+from collie.ops import REDUCE_OPS, ReduceOp
+
+__all__ = [
+    "all_reduce",
+    "all_gather_into_tensor",
+    "all_to_all_with_output_shape",
+    "all_to_all_single_with_output_shape",
+    "all_to_all_v_c",
+    "barrier",
+    "broadcast",
+    "gather_into_tensor",
+    "isend",
+    "irecv",
+    "reduce_scatter_tensor",
+    "reduce",
+    "scatter_tensor",
+    "send",
+    "recv",
+    "P2POp",
+    "batch_isend_irecv",
+]
+
+
+class CommHandle:
+    """The handle of an asynchronous operation (``async_op=True``, isend, irecv).
+
+    ``wait()`` blocks until the operation has completed and raises its error
+    (CommError, TimeoutError, ...), every time it is called; it releases the GIL while
+    it waits. A handle made without a C++ handle (``CommHandle()``) is already
+    complete. Unlike MindSpore's stream-level wait, collie's wait is host-blocking.
+
+    Example:
+        >>> output, handle = comm.comm_func.all_reduce(np.ones([2, 8], np.float32), async_op=True)
+        >>> handle.wait()
+        >>> print(output)
+        [[2. 2. 2. 2. 2. 2. 2. 2.]
+         [2. 2. 2. 2. 2. 2. 2. 2.]]
+    """
+
+    def __init__(self, handle=None, exec_sync=False):
+        self._handle = handle
+        self._exec_sync = exec_sync
+
+    def wait(self):
+        """Blocks until the operation has completed; raises its error."""
+        if self._handle is not None:
+            self._handle.wait()
+
+    def wait_for(self, seconds):
+        """Like wait(), but returns False if not complete after `seconds`."""
+        if self._handle is None:
+            return True
+        return self._handle.wait_for(float(seconds))
+
+    def is_completed(self):
+        """True once the operation has finished (successfully or not). Never blocks."""
+        return self._handle is None or self._handle.is_completed()
+
+    def __repr__(self):
+        state = "completed" if self.is_completed() else "pending"
+        return f"<collie CommHandle {state}>"
+
+
+default_handle = CommHandle()
+
+
+def _handle(h):
+    return None if h is None else CommHandle(h)
+
+
+def _is_tensor(obj):
+    return _collie._is_tensor(obj)
+
+
+def _group(group, func):
+    """The group argument of comm_func's functions (default "hccl_world_group")."""
+    if not isinstance(group, str):
+        raise TypeError(f"For {func}, the argument 'group' must be type of string, "
+                        f"but got 'group' type : {type(group)}.")
+    return _get_group(group)
+
+
+def _optional_group(group, func):
+    """The group argument of the all_to_all functions (default None: the world)."""
+    if group is None:
+        return GlobalComm.WORLD_COMM_GROUP
+    return _group(group, func)
+
+
+def _check_rank_arg(value, func, name):
+    if not isinstance(value, int):
+        raise TypeError(f"For {func}, the {name} must be int, but got {type(value)}")
+
+
+def _check_tag(tag, func):
+    if not isinstance(tag, int):
+        raise TypeError(f"For {func}, the tag must be int, but got {type(tag)}")
+
+
+def _check_op(op, func, value_error):
+    if not isinstance(op, str):
+        raise TypeError(f"For {func}, the input op type must be str")
+    if op not in REDUCE_OPS:
+        raise value_error(f"For {func}, the input op value must be one of sum, prod, min, max, but got {op!r}")
+
+
+def _p2p_group(group, func):
+    """Group of send/recv/isend/irecv: KeyError for a group never created (as MindSpore)."""
+    group = _group(group, func)
+    if not _is_world(group) and _collie.is_initialized():
+        try:
+            _collie.get_process_group_ranks(group)
+        except RuntimeError:
+            raise KeyError(f"For {func}, the argument 'group' {group!r} is not found: "
+                           f"create it with create_group() first") from None
+    return group
+
+
+def _shape_of(obj):
+    shape = getattr(obj, "shape", None)
+    if isinstance(shape, tuple) and all(isinstance(d, int) for d in shape):
+        return shape
+    return _collie.Tensor(obj).shape
+
+
+def _shape_arg(shape, what):
+    out = tuple(shape)
+    for d in out:
+        if not isinstance(d, int):
+            raise TypeError(f"{what} must hold int dimensions, but got {type(d)} in {shape!r}")
+    return out
+
+
+def _split_sizes(sizes, name):
+    if sizes is None:
+        return []
+    if not isinstance(sizes, (list, tuple)):
+        raise TypeError(f"{name} must be a list or tuple of int, but got {type(sizes)}")
+    for s in sizes:
+        if not isinstance(s, int):
+            raise TypeError(f"{name} must be a list or tuple of int, but got an element of {type(s)}")
+    return list(sizes)
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP, async_op=False):
+    """Reduces `tensor` element-wise over the group; every rank gets the result.
+
+    Args:
+        tensor: the input, shape (x_1, ..., x_R).
+        op (str): "sum", "prod", "min" or "max". Default: ReduceOp.SUM.
+        group (str): Default: "hccl_world_group" (the world).
+        async_op (bool): return at once with a handle. Default: False.
+
+    Returns:
+        (numpy.ndarray, CommHandle or None): the result, same shape and dtype.
+
+    Raises:
+        TypeError: tensor is not a tensor or has a dtype collie lacks; op is not a
+            str or not one of sum, prod, min, max; group is not a str.
+        RuntimeError: not initialised, unknown group, this rank not in it.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For all_reduce, the input tensor must be tensor")
+    if not isinstance(op, str):
+        raise TypeError("For all_reduce, the input op type must be str")
+    if op not in REDUCE_OPS:
+        raise TypeError("For all_reduce, the input op value must be one of sum, prod, min, max")
+    group = _group(group, "all_reduce")
+    output, handle = _collie.all_reduce(tensor, op, group, bool(async_op))
+    return output, _handle(handle)
+
+
+def all_gather_into_tensor(tensor, group=GlobalComm.WORLD_COMM_GROUP, async_op=False):
+    """Concatenates every rank's tensor along dim 0, in group-rank order.
+
+    Returns:
+        (numpy.ndarray, CommHandle or None): shape (N*x_1, x_2, ..., x_R); a 0-d
+        input gives shape (N,).
+
+    Raises:
+        TypeError: tensor is not a tensor; group is not a str.
+        ValueError: x_1 == 0.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For all_gather_into_tensor, the input tensor must be tensor")
+    group = _group(group, "all_gather_into_tensor")
+    output, handle = _collie.all_gather_into_tensor(tensor, group, bool(async_op))
+    return output, _handle(handle)
+
+
+def reduce_scatter_tensor(tensor, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP, async_op=False):
+    """Reduces over the group, then group rank r keeps rows [r*x_1/N, (r+1)*x_1/N).
+
+    Returns:
+        (numpy.ndarray, CommHandle or None): shape (x_1/N, x_2, ..., x_R).
+
+    Raises:
+        TypeError: tensor is not a tensor; op is not a str; group is not a str.
+        ReduceOpValueError: (TypeError and RuntimeError) op is not one of sum,
+            prod, min, max (MindSpore fails later with RuntimeError).
+        ValueError: 0-d input, or x_1 not divisible by N.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For reduce_scatter_tensor, the input tensor must be tensor")
+    _check_op(op, "reduce_scatter_tensor", ReduceOpValueError)
+    group = _group(group, "reduce_scatter_tensor")
+    output, handle = _collie.reduce_scatter_tensor(tensor, op, group, bool(async_op))
+    return output, _handle(handle)
+
+
+def reduce(tensor, dst, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP):
+    """Reduces over the group onto world rank `dst`.
+
+    Returns:
+        numpy.ndarray: on `dst`, the result (same shape); on every other rank a
+        shape-[1] array of zeros, as MindSpore's comm_func.reduce.
+
+    Raises:
+        TypeError: tensor is not a tensor; dst is not an int; op is not a str;
+            group is not a str.
+        ReduceOpValueError: op is not one of sum, prod, min, max.
+        RuntimeError: dst is not a member of the group.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For reduce, the input tensor must be tensor")
+    if not isinstance(dst, int):
+        raise TypeError(f"For 'get_group_rank_from_world_rank', the argument 'world_rank_id' must be type of "
+                        f"int, but got 'world_rank_id' type : {type(dst)}.")
+    group = _group(group, "reduce")
+    _check_op(op, "reduce", ReduceOpValueError)
+    return _collie.reduce(tensor, dst, op, group)
+
+
+def scatter_tensor(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP):
+    """World rank `src` splits its tensor along dim 0 into N parts; group rank r gets part r.
+
+    Every rank passes a tensor of the same shape and dtype (only src's values are used).
+
+    Returns:
+        numpy.ndarray: shape (x_1/N, x_2, ..., x_R).
+
+    Raises:
+        TypeError: tensor is not a tensor; src is not an int; group is not a str.
+        RuntimeError: src is not a member of the group.
+        ValueError: 0-d input, or x_1 not divisible by N.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For scatter_tensor, the input tensor must be tensor")
+    _check_rank_arg(src, "scatter_tensor", "src")
+    group = _group(group, "scatter_tensor")
+    return _collie.scatter_tensor(tensor, src, group)
+
+
+def gather_into_tensor(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP):
+    """World rank `dst` gets every rank's tensor concatenated along dim 0 (group-rank order).
+
+    Returns:
+        numpy.ndarray: on `dst`, shape (N*x_1, x_2, ..., x_R); elsewhere a shape-[1]
+        array of zeros.
+
+    Raises:
+        TypeError: tensor is not a tensor; dst is not an int; group is not a str.
+        RuntimeError: dst is not a member of the group.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For gather_into_tensor, the input tensor must be tensor")
+    _check_rank_arg(dst, "gather_into_tensor", "dst")
+    group = _group(group, "gather_into_tensor")
+    return _collie.gather_into_tensor(tensor, dst, group)
+
+
+def broadcast(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP):
+    """Every rank gets world rank `src`'s tensor (same shape and dtype on every rank).
+
+    Returns:
+        numpy.ndarray: a new array holding src's values.
+
+    Raises:
+        TypeError: tensor is not a tensor; src is not an int; group is not a str.
+        RuntimeError: src is not a member of the group.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For broadcast, the input tensor must be tensor")
+    _check_rank_arg(src, "broadcast", "src")
+    group = _group(group, "broadcast")
+    return _collie.broadcast(tensor, src, group)
+
+
+def barrier(group=GlobalComm.WORLD_COMM_GROUP):
+    """Returns once every member of `group` has entered the barrier.
+
+    Raises:
+        TypeError: group is not a str.
+    """
+    if not isinstance(group, str):
+        raise TypeError(f"group must be type of string, but got {type(group)}")
+    _collie.barrier(_get_group(group))
+
+
+def send(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
+    """Sends `tensor` to world rank `dst`; returns when it has been handed over.
+
+    Messages are matched by (source, group, tag) in the order they were sent; the
+    receiver names the same shape (element count) and dtype. Sending to oneself is
+    allowed (pair it with an irecv).
+
+    Raises:
+        TypeError: tensor is not a tensor; dst or tag is not an int; group not a str.
+        KeyError: the group was never created, or dst is not a member of it.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For send, the input tensor must be tensor")
+    _check_rank_arg(dst, "send", "dst")
+    _check_tag(tag, "send")
+    group = _p2p_group(group, "send")
+    _collie.send(tensor, dst, group, tag)
+
+
+def recv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
+    """Receives from world rank `src` into a new array of `tensor`'s shape and dtype.
+
+    `tensor`'s values are ignored (and it is not modified).
+
+    Returns:
+        numpy.ndarray: the received data.
+
+    Raises:
+        TypeError: tensor is not a tensor; src or tag is not an int; group not a str.
+        KeyError: the group was never created, or src is not a member of it.
+        CommError: the message has another size or dtype.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For recv, the input tensor must be tensor")
+    _check_rank_arg(src, "recv", "src")
+    _check_tag(tag, "recv")
+    group = _p2p_group(group, "recv")
+    return _collie.recv(tensor, src, group, tag)
+
+
+def isend(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
+    """Starts sending `tensor` to world rank `dst`.
+
+    Returns:
+        CommHandle: wait() returns once the data has been handed over.
+
+    Raises:
+        as send().
+    """
+    if not _is_tensor(tensor):
+        raise TypeError("For isend, the input tensor must be tensor")
+    _check_rank_arg(dst, "isend", "dst")
+    _check_tag(tag, "isend")
+    group = _p2p_group(group, "isend")
+    return CommHandle(_collie.isend(tensor, dst, group, tag))
+
+
+def irecv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
+    """Starts receiving from world rank `src` into a new array of `tensor`'s shape and dtype.
+
+    Returns:
+        (numpy.ndarray, CommHandle): the array is valid after handle.wait().
+
+    Raises:
+        IrecvTypeError: (TypeError and AttributeError) tensor is not a tensor.
+        TypeError: src or tag is not an int; group not a str.
+        KeyError: the group was never created, or src is not a member of it.
+    """
+    if not _is_tensor(tensor):
+        raise IrecvTypeError("For irecv, the input tensor must be tensor")
+    _check_rank_arg(src, "irecv", "src")
+    _check_tag(tag, "irecv")
+    group = _p2p_group(group, "irecv")
+    output, handle = _collie.irecv(tensor, src, group, tag)
+    return output, CommHandle(handle)
+
+
+def _op_name(op):
+    if isinstance(op, str):
+        return op
+    return getattr(op, "__name__", None)
+
+
+class P2POp:
+    """One point-to-point operation for batch_isend_irecv.
+
+    Args:
+        op: "isend" or "irecv", or the functions collie.comm_func.isend / irecv.
+        tensor: the data to send; for irecv a template tensor (its shape and dtype)
+            or a shape tuple together with `recv_dtype`.
+        peer (int): the world rank to send to / receive from.
+        group (str, optional): Default: None (the world).
+        tag (int, optional): matched with the peer's tag (collie supports tags;
+            MindSpore raises NotImplementedError for tag != 0). Default: 0.
+        recv_dtype (keyword only): the dtype of an irecv given by shape: a numpy
+            dtype or scalar type (numpy.float32, collie.float32, collie.bfloat16).
+
+    Raises:
+        TypeError: op is neither a str nor a function; tensor neither a tensor nor a
+            tuple; peer not an int; recv_dtype not a dtype.
+        ValueError: op is not isend/irecv.
+
+    Example:
+        >>> send_op = comm.comm_func.P2POp('isend', np.array(1., np.float32), 1)
+        >>> recv_op = comm.comm_func.P2POp(comm.comm_func.irecv, np.array(0., np.float32), 0)
+        >>> recv_op = comm.comm_func.P2POp('irecv', (), 0, recv_dtype=np.float32)
+    """
+
+    def __init__(self, op, tensor, peer, group=None, tag=0, *, recv_dtype=None):
+        if not (isinstance(op, str) or callable(op)):
+            raise TypeError(f"op must be type of string or function, but got type of {type(op)}")
+        name = _op_name(op)
+        if name not in ("isend", "irecv"):
+            raise ValueError(f"Expected ``op`` to be of type ``isend`` or ``irecv``, but got {name}")
+        if not (isinstance(tensor, tuple) or _is_tensor(tensor)):
+            raise TypeError(f"Expected ``tensor`` to be type of tuple or Tensor, but got {type(tensor)}.")
+        if not isinstance(peer, int):
+            raise TypeError(f"peer must be type of int, but got type of {type(peer)}")
+        if recv_dtype is not None and not _is_dtype(recv_dtype):
+            raise TypeError(f"recv_dtype must be type of mindspore dtype, but got type of {type(recv_dtype)}")
+        if not isinstance(tag, int):
+            raise TypeError(f"tag must be type of int, but got type of {type(tag)}")
+        self.op = op
+        self.tensor = tensor
+        self.peer = peer
+        self.group = group
+        self.tag = tag
+        self.recv_dtype = recv_dtype
+
+    def __repr__(self):
+        shape = self.tensor if isinstance(self.tensor, tuple) else _shape_of(self.tensor)
+        return (f"P2POp(op={_op_name(self.op)!r}, shape={shape}, peer={self.peer}, "
+                f"group={self.group!r}, tag={self.tag})")
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Starts every operation of the list at once and waits for all of them.
+
+    Any order of sends and receives completes, whatever the sizes.
+
+    Returns:
+        tuple: one array per op, in list order: the received array for an irecv, a
+        0-d float32 zero placeholder for an isend.
+
+    Raises:
+        TypeError: not a list; empty; an element not a P2POp; a bad op or tensor.
+        ValueError: an irecv by shape without recv_dtype.
+        RuntimeError: a peer is not a member of its op's group.
+    """
+    if not isinstance(p2p_op_list, list):
+        raise TypeError(f"p2p_op_list must be type of list, but got type of {type(p2p_op_list)}.")
+    if not p2p_op_list:
+        raise TypeError("p2p_op_list can not be empty list.")
+    ops = []
+    for i, p2p_op in enumerate(p2p_op_list):
+        if not isinstance(p2p_op, P2POp):
+            raise TypeError(f"must be type of P2POp, but got {type(p2p_op)} at index {i} of p2p_op_list")
+    _check_inited()
+    for i, p2p_op in enumerate(p2p_op_list):
+        name = _op_name(p2p_op.op)
+        if name not in ("isend", "irecv"):
+            raise TypeError("p2p_op.op must be isend or irecv")
+        group = _optional_group(p2p_op.group, "batch_isend_irecv")
+        _check_tag(p2p_op.tag, "batch_isend_irecv")
+        if not isinstance(p2p_op.peer, int):
+            raise TypeError(f"peer must be type of int, but got type of {type(p2p_op.peer)}")
+        if name == "irecv" and isinstance(p2p_op.tensor, tuple):
+            if p2p_op.recv_dtype is None:
+                raise ValueError(f"'recv_dtype' of {i}th P2POp in p2p_op_list is None but op_types is'irecv' "
+                                 f"and P2POp.tensor is a tuple type.")
+            shape = _shape_arg(p2p_op.tensor, "p2p_op.tensor")
+            ops.append(("irecv", None, shape, _dtype_name(p2p_op.recv_dtype), p2p_op.peer, group, p2p_op.tag))
+        elif _is_tensor(p2p_op.tensor):
+            ops.append((name, p2p_op.tensor, None, None, p2p_op.peer, group, p2p_op.tag))
+        elif name == "irecv":
+            raise TypeError("p2p_op.tensor must be tensor or shape")
+        else:
+            raise TypeError("p2p_op.tensor must be tensor for isend")
+        # Checked before anything starts (MindSpore: the C++ rank converter's error).
+        if p2p_op.peer not in _collie.get_process_group_ranks(group):
+            raise RuntimeError(f"Group {group} doesn't contain the global rank {p2p_op.peer}")
+    return _collie.batch_isend_irecv(ops)
+
+
+def all_to_all_with_output_shape(output_shape_list, input_tensor_list, group=None, async_op=False):
+    """input_tensor_list[i] goes to group rank i; output i comes from group rank i.
+
+    Args:
+        output_shape_list: one shape (tuple/list, or a tensor whose shape is used) per rank.
+        input_tensor_list: one tensor per rank, all of one dtype.
+        group (str, optional): Default: None (the world).
+        async_op (bool): Default: False.
+
+    Returns:
+        (tuple of numpy.ndarray, CommHandle or None): output i has shape
+        output_shape_list[i] and the inputs' dtype.
+
+    Raises:
+        TypeError: not lists/tuples; an input not a tensor; a shape neither a tuple
+            nor a tensor; different input dtypes; lists without one entry per rank.
+        CommError: a sender's and receiver's element counts disagree.
+    """
+    if not isinstance(input_tensor_list, (list, tuple)):
+        raise TypeError(f"Expected list or tuple, but got {type(input_tensor_list)}.")
+    for t in input_tensor_list:
+        if not _is_tensor(t):
+            raise TypeError(f"Expected tensor, but got {type(t)}")
+    if not isinstance(output_shape_list, (list, tuple)):
+        raise TypeError(f"Expected list or tuple, but got {type(output_shape_list)}.")
+    shapes = []
+    for s in output_shape_list:
+        if isinstance(s, (tuple, list)):
+            shapes.append(_shape_arg(s, "output_shape_list"))
+        elif _is_tensor(s):
+            shapes.append(_shape_of(s))
+        else:
+            raise TypeError(f"Expected tensor or tuple, but got {type(s)}")
+    dtypes = [_collie.Tensor(t).dtype for t in input_tensor_list]
+    for d in dtypes[1:]:
+        if d != dtypes[0]:
+            raise TypeError(f"all_to_all input dtype must be the same, but got {dtypes[0]} and {d}.")
+    group = _optional_group(group, "all_to_all_with_output_shape")
+    outputs, handle = _collie.all_to_all_with_output_shape(shapes, list(input_tensor_list), group, bool(async_op))
+    return outputs, _handle(handle)
+
+
+def all_to_all_single_with_output_shape(output_shape, tensor, output_split_sizes=None,
+                                        input_split_sizes=None, group=None, async_op=False):
+    """Splits `tensor` along dim 0 and sends part i to group rank i; concatenates what arrives.
+
+    Args:
+        output_shape: the result's shape (tuple/list, or a tensor whose shape is used).
+        tensor: the input.
+        output_split_sizes (list[int], optional): rows received from each rank;
+            None or empty: N equal parts of output_shape[0].
+        input_split_sizes (list[int], optional): rows sent to each rank; None or
+            empty: N equal parts of tensor.shape[0].
+        group (str, optional): Default: None (the world).
+        async_op (bool): Default: False.
+
+    Returns:
+        (numpy.ndarray, CommHandle or None): shape output_shape.
+
+    Raises:
+        TypeError: tensor not a tensor; output_shape neither a tuple nor a tensor.
+        ValueError: sizes not divisible by N; split lists of the wrong length or sum.
+    """
+    if not _is_tensor(tensor):
+        raise TypeError(f"Expected tensor, but got {type(tensor)}")
+    if isinstance(output_shape, (tuple, list)):
+        shape = _shape_arg(output_shape, "output_shape")
+    elif _is_tensor(output_shape):
+        shape = _shape_of(output_shape)
+    else:
+        raise TypeError(f"Expected tensor or tuple, but got {type(output_shape)}")
+    out_splits = _split_sizes(output_split_sizes, "output_split_sizes")
+    in_splits = _split_sizes(input_split_sizes, "input_split_sizes")
+    group = _optional_group(group, "all_to_all_single_with_output_shape")
+    output, handle = _collie.all_to_all_single_with_output_shape(shape, tensor, out_splits, in_splits, group,
+                                                                 bool(async_op))
+    return output, _handle(handle)
+
+
+def all_to_all_v_c(output, input, send_count_matrix, group=None, async_op=False):  # noqa: A002 - MindSpore's name
+    """All-to-all with counts: send_count_matrix[i*N + j] rows go from group rank i to j.
+
+    The rows received are written into `output` in source-rank order (`output` must
+    be a writeable, C-contiguous array with enough rows). The matrix is the same on
+    every rank.
+
+    Returns:
+        CommHandle with async_op=True (output is valid after wait()), else None.
+
+    Raises:
+        TypeError: output/input not tensors; group not a str; async_op not a bool;
+            send_count_matrix not a list of int, or not N*N long.
+        ValueError: input and output rows of different size or dtype; output not
+            writeable/contiguous or too short.
+    """
+    if not _is_tensor(input):
+        raise TypeError(f"Expected tensor, but got {type(input)}")
+    if not _is_tensor(output):
+        raise TypeError(f"Expected tensor, but got {type(output)}")
+    if group is None:
+        group = GlobalComm.WORLD_COMM_GROUP
+    elif not isinstance(group, str):
+        raise TypeError(f"The argument 'group' must be type of string, but got 'group' type : {type(group)}.")
+    else:
+        group = _get_group(group)
+    if not isinstance(async_op, bool):
+        raise TypeError(f"The argument 'async_op' must be a bool, but got {type(async_op)}.")
+    if not isinstance(send_count_matrix, list):
+        raise TypeError(f"send_count_matrix must be list, but got {type(send_count_matrix)}")
+    if not all(isinstance(v, int) for v in send_count_matrix):
+        raise TypeError("send_count_matrix elements must be of type int")
+    return _handle(_collie.all_to_all_v_c(output, input, send_count_matrix, group, async_op))

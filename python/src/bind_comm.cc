@@ -1,0 +1,219 @@
+// The runtime (init, groups, rank queries) and the comm_func operations, bound for
+// the pure-Python layer (python/collie/*.py), which validates arguments with
+// MindSpore's messages and resolves group names before calling these.
+//
+// Every call into collie runs with the GIL released: collectives block, and a
+// tensor's storage may be released by collie's progress thread, which then needs the
+// GIL to drop its reference to the Python object.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collie/collie.h"
+#include "convert.h"
+
+namespace collie_py {
+
+namespace {
+
+using collie::CommHandle;
+using collie::Shape;
+using collie::Tensor;
+
+// Runs fn() without the GIL and returns its result.
+template <typename Fn>
+auto nogil(Fn&& fn) {
+  py::gil_scoped_release release;
+  return fn();
+}
+
+// The handle of an async op, or None for a completed (synchronous) one.
+py::object handle_or_none(const CommHandle& h, bool async_op) {
+  if (!async_op) return py::none();
+  return py::cast(h);
+}
+
+py::tuple result_pair(const std::pair<Tensor, CommHandle>& r, bool async_op) {
+  return py::make_tuple(to_python(r.first), handle_or_none(r.second, async_op));
+}
+
+collie::ReduceOp reduce_op(const std::string& op, const char* fn) { return collie::parse_reduce_op(op, fn); }
+
+Shape to_shape(py::handle obj) {
+  Shape s;
+  for (py::handle d : obj) s.push_back(d.cast<int64_t>());
+  return s;
+}
+
+void bind_runtime(py::module_& m) {
+  m.def("version", [] { return std::string(collie::version()); });
+  m.def("init", [](const std::string& backend) { nogil([&] { collie::init(backend); return 0; }); },
+        py::arg("backend_name") = "");
+  m.def("release", [] { nogil([] { collie::release(); return 0; }); });
+  m.def("is_initialized", [] { return nogil([] { return collie::is_initialized(); }); });
+  m.def("world_group_name", [] { return nogil([] { return collie::world_group_name(); }); });
+  m.def("backend_name", [] { return nogil([] { return collie::backend_name(); }); });
+  m.def("get_rank", [](const std::string& g) { return nogil([&] { return collie::get_rank(g); }); },
+        py::arg("group"));
+  m.def("get_group_size", [](const std::string& g) { return nogil([&] { return collie::get_group_size(g); }); },
+        py::arg("group"));
+  m.def("get_local_rank", [](const std::string& g) { return nogil([&] { return collie::get_local_rank(g); }); },
+        py::arg("group"));
+  m.def("get_local_rank_size",
+        [](const std::string& g) { return nogil([&] { return collie::get_local_rank_size(g); }); },
+        py::arg("group"));
+  m.def("get_world_rank_from_group_rank",
+        [](const std::string& g, int r) { return nogil([&] { return collie::get_world_rank_from_group_rank(g, r); }); },
+        py::arg("group"), py::arg("group_rank_id"));
+  m.def("get_group_rank_from_world_rank",
+        [](int r, const std::string& g) { return nogil([&] { return collie::get_group_rank_from_world_rank(r, g); }); },
+        py::arg("world_rank_id"), py::arg("group"));
+  m.def("get_process_group_ranks",
+        [](const std::string& g) { return nogil([&] { return collie::get_process_group_ranks(g); }); },
+        py::arg("group"));
+  m.def("create_group",
+        [](const std::string& g, const std::vector<int>& ranks, double timeout_seconds) {
+          collie::GroupOptions options;
+          options.timeout_seconds = timeout_seconds;
+          nogil([&] { collie::create_group(g, ranks, options); return 0; });
+        },
+        py::arg("group"), py::arg("rank_ids"), py::arg("timeout_seconds") = 0.0);
+  m.def("destroy_group", [](const std::string& g) { nogil([&] { collie::destroy_group(g); return 0; }); },
+        py::arg("group"));
+}
+
+void bind_handle(py::module_& m) {
+  py::class_<CommHandle>(m, "_CommHandle", "The C++ handle of an asynchronous operation.")
+      .def("wait", [](const CommHandle& h) { nogil([&] { h.wait(); return 0; }); },
+           "Blocks until the operation has completed; raises its error.")
+      .def("wait_for", [](const CommHandle& h, double s) { return nogil([&] { return h.wait_for(s); }); },
+           py::arg("seconds"), "Like wait(), but returns False after `seconds` if not complete.")
+      .def("is_completed", &CommHandle::is_completed)
+      .def("__bool__", [](const CommHandle& h) { return static_cast<bool>(h); });
+}
+
+void bind_collectives(py::module_& m) {
+  m.def("all_reduce", [](py::handle x, const std::string& op, const std::string& group, bool async_op) {
+    Tensor t = to_tensor(x);
+    auto rop = reduce_op(op, "all_reduce");
+    auto r = nogil([&] { return collie::all_reduce(t, rop, group, async_op); });
+    return result_pair(r, async_op);
+  });
+  m.def("all_gather_into_tensor", [](py::handle x, const std::string& group, bool async_op) {
+    Tensor t = to_tensor(x);
+    auto r = nogil([&] { return collie::all_gather_into_tensor(t, group, async_op); });
+    return result_pair(r, async_op);
+  });
+  m.def("reduce_scatter_tensor", [](py::handle x, const std::string& op, const std::string& group, bool async_op) {
+    Tensor t = to_tensor(x);
+    auto rop = reduce_op(op, "reduce_scatter_tensor");
+    auto r = nogil([&] { return collie::reduce_scatter_tensor(t, rop, group, async_op); });
+    return result_pair(r, async_op);
+  });
+  m.def("reduce", [](py::handle x, int dst, const std::string& op, const std::string& group) {
+    Tensor t = to_tensor(x);
+    auto rop = reduce_op(op, "reduce");
+    return to_python(nogil([&] { return collie::reduce(t, dst, rop, group); }));
+  });
+  m.def("broadcast", [](py::handle x, int src, const std::string& group) {
+    Tensor t = to_tensor(x);
+    return to_python(nogil([&] { return collie::broadcast(t, src, group); }));
+  });
+  m.def("scatter_tensor", [](py::handle x, int src, const std::string& group) {
+    Tensor t = to_tensor(x);
+    return to_python(nogil([&] { return collie::scatter_tensor(t, src, group); }));
+  });
+  m.def("gather_into_tensor", [](py::handle x, int dst, const std::string& group) {
+    Tensor t = to_tensor(x);
+    return to_python(nogil([&] { return collie::gather_into_tensor(t, dst, group); }));
+  });
+  m.def("barrier", [](const std::string& group) { nogil([&] { collie::barrier(group); return 0; }); });
+}
+
+void bind_p2p(py::module_& m) {
+  m.def("send", [](py::handle x, int dst, const std::string& group, int tag) {
+    Tensor t = to_tensor(x);
+    nogil([&] { collie::send(t, dst, group, tag); return 0; });
+  });
+  m.def("recv", [](py::handle x, int src, const std::string& group, int tag) {
+    Tensor t = to_tensor(x);
+    return to_python(nogil([&] { return collie::recv(t, src, group, tag); }));
+  });
+  m.def("isend", [](py::handle x, int dst, const std::string& group, int tag) {
+    Tensor t = to_tensor(x);
+    return nogil([&] { return collie::isend(t, dst, group, tag); });
+  });
+  m.def("irecv", [](py::handle x, int src, const std::string& group, int tag) {
+    Tensor t = to_tensor(x);
+    auto r = nogil([&] { return collie::irecv(t, src, group, tag); });
+    return result_pair(r, true);
+  });
+  // ops: (op, tensor or None, shape or None, dtype or None, peer, group, tag) per P2POp.
+  m.def("batch_isend_irecv", [](const py::list& ops) {
+    std::vector<collie::P2POp> list;
+    for (py::handle item : ops) {
+      auto op = item.cast<py::tuple>();
+      const auto kind = op[0].cast<std::string>();
+      const int peer = op[4].cast<int>();
+      const auto group = op[5].cast<std::string>();
+      const int tag = op[6].cast<int>();
+      if (!op[1].is_none()) {
+        list.emplace_back(kind, to_tensor(op[1]), peer, group, tag);
+      } else {
+        list.emplace_back(kind, to_shape(op[2]), peer, group, tag, to_dtype(op[3]));
+      }
+    }
+    auto results = nogil([&] { return collie::batch_isend_irecv(list); });
+    py::tuple out(results.size());
+    for (size_t i = 0; i < results.size(); ++i) out[i] = to_python(results[i]);
+    return out;
+  });
+}
+
+void bind_all_to_all(py::module_& m) {
+  m.def("all_to_all_with_output_shape",
+        [](const py::list& shapes, const py::list& tensors, const std::string& group, bool async_op) {
+          std::vector<Shape> out_shapes;
+          for (py::handle s : shapes) out_shapes.push_back(to_shape(s));
+          std::vector<Tensor> inputs;
+          for (py::handle t : tensors) inputs.push_back(to_tensor(t));
+          auto r = nogil([&] { return collie::all_to_all_with_output_shape(out_shapes, inputs, group, async_op); });
+          py::tuple outs(r.first.size());
+          for (size_t i = 0; i < r.first.size(); ++i) outs[i] = to_python(r.first[i]);
+          return py::make_tuple(outs, handle_or_none(r.second, async_op));
+        });
+  m.def("all_to_all_single_with_output_shape",
+        [](py::handle shape, py::handle x, const std::vector<int64_t>& out_splits,
+           const std::vector<int64_t>& in_splits, const std::string& group, bool async_op) {
+          Shape out_shape = to_shape(shape);
+          Tensor t = to_tensor(x);
+          auto r = nogil([&] {
+            return collie::all_to_all_single_with_output_shape(out_shape, t, out_splits, in_splits, group, async_op);
+          });
+          return result_pair(r, async_op);
+        });
+  m.def("all_to_all_v_c",
+        [](py::handle output, py::handle input, const std::vector<int64_t>& matrix, const std::string& group,
+           bool async_op) {
+          Tensor out = to_tensor(output, Access::Write, "output");
+          Tensor in = to_tensor(input, Access::Read, "input");
+          CommHandle h = nogil([&] { return collie::all_to_all_v_c(out, in, matrix, group, async_op); });
+          return handle_or_none(h, async_op);
+        });
+}
+
+}  // namespace
+
+void bind_comm(py::module_& m) {
+  bind_runtime(m);
+  bind_handle(m);
+  bind_collectives(m);
+  bind_p2p(m);
+  bind_all_to_all(m);
+}
+
+}  // namespace collie_py
