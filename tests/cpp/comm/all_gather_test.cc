@@ -10,20 +10,24 @@ class AllGatherWorld : public ::testing::TestWithParam<int> {};
 TEST_P(AllGatherWorld, EveryDtypeAndCount) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     int index = 0;
     for (DType dt : all_dtypes()) {
       for (int64_t count : element_counts()) {
         const bool async = (index++ % 2) == 0;
         const std::string what = "all_gather_into_tensor " + case_name(dt, count, async);
-        // Rows of 2 elements: input [count, 2] -> output [n*count, 2].
-        Tensor x = make_tensor({count, 2}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-        Tensor y = finish(all_gather_into_tensor(x, WORLD, async), async, what);
-        const int64_t block = count * 2;
-        check_tensor(y, dt, {n * count, 2}, [&](int64_t i) {
-          return pattern_value(dt, static_cast<int>(i / block), i % block);
-        }, what);
+        soft.check(what, [&] {
+          // Rows of 2 elements: input [count, 2] -> output [n*count, 2].
+          Tensor x = make_tensor({count, 2}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+          Tensor y = finish(all_gather_into_tensor(x, WORLD, async), async, what);
+          const int64_t block = count * 2;
+          check_tensor(y, dt, {n * count, 2}, [&](int64_t i) {
+            return pattern_value(dt, static_cast<int>(i / block), i % block);
+          }, what);
+        });
       }
     }
+    soft.finish();
   }, small_chunks());
 }
 
@@ -41,6 +45,7 @@ TEST(AllGather, ScalarInputGivesVector) {
 // In a group created as [3, 1], group rank 0 is world rank 3: its block comes first.
 TEST(AllGather, UnsortedSubGroupsUseCreationOrder) {
   run_ranks(4, [](int rank) {
+    SoftChecks soft;
     const std::vector<int> pair = {3, 1};
     const std::vector<int> trio = {2, 0, 3};
     if (index_in(pair, rank) >= 0) create_group("ag_pair", pair);
@@ -50,14 +55,17 @@ TEST(AllGather, UnsortedSubGroupsUseCreationOrder) {
         if (index_in(ranks, rank) < 0) continue;
         const std::string what = std::string("all_gather_into_tensor in ") + name + " " +
                                  std::string(dtype_name(dt));
-        Tensor x = make_tensor({5, 3}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-        auto [y, h] = all_gather_into_tensor(x, name);
-        const int64_t g = static_cast<int64_t>(ranks.size());
-        check_tensor(y, dt, {5 * g, 3}, [&](int64_t i) {
-          return pattern_value(dt, ranks[static_cast<size_t>(i / 15)], i % 15);
-        }, what);
+        soft.check(what, [&] {
+          Tensor x = make_tensor({5, 3}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+          auto [y, h] = all_gather_into_tensor(x, name);
+          const int64_t g = static_cast<int64_t>(ranks.size());
+          check_tensor(y, dt, {5 * g, 3}, [&](int64_t i) {
+            return pattern_value(dt, ranks[static_cast<size_t>(i / 15)], i % 15);
+          }, what);
+        });
       }
     }
+    soft.finish();
   });
 }
 
@@ -75,8 +83,10 @@ TEST(AllGather, NonContiguousInput) {
 
 TEST(AllGather, Errors) {
   run_ranks(2, [](int) {
-    RCHECK_THROWS_DERIVED(all_gather_into_tensor(Tensor::ones({2}), "no_such_group"), collie::Error,
-                          "all_gather_into_tensor", "no_such_group");
+    SoftChecks soft;
+    SOFT_THROWS_DERIVED(soft, all_gather_into_tensor(Tensor::ones({2}), "no_such_group"), collie::Error,
+                              "all_gather_into_tensor", "no_such_group");
+    soft.finish();
   });
 }
 

@@ -17,95 +17,108 @@ class AllToAllWorld : public ::testing::TestWithParam<int> {};
 TEST_P(AllToAllWorld, WithOutputShapeEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     int index = 0;
     for (DType dt : all_dtypes()) {
       for (int64_t scale : {int64_t{1}, int64_t{700}}) {
         const bool async = (index++ % 2) == 1;
         const std::string what = "all_to_all_with_output_shape " + case_name(dt, scale, async);
-        std::vector<Tensor> inputs;
-        std::vector<Shape> output_shapes;
-        for (int peer = 0; peer < n; ++peer) {
-          // To peer: [rows_between(rank, peer) * scale, 2]; shapes differ per pair.
-          inputs.push_back(make_tensor({rows_between(rank, peer) * scale, 2}, dt,
-                                       [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
-          output_shapes.push_back({rows_between(peer, rank) * scale, 2});
-        }
-        auto [outputs, handle] = all_to_all_with_output_shape(output_shapes, inputs, WORLD, async);
-        if (async) {
-          RCHECK(static_cast<bool>(handle)) << what;
-          handle.wait();
-        } else {
-          RCHECK(!handle) << what;
-        }
-        RCHECK_EQ(outputs.size(), static_cast<size_t>(n)) << what;
-        for (int peer = 0; peer < n; ++peer) {
-          check_tensor(outputs[static_cast<size_t>(peer)], dt, output_shapes[static_cast<size_t>(peer)],
-                       [&](int64_t i) { return pattern_value(dt, pair_key(peer, rank), i); },
-                       what + " from rank " + std::to_string(peer));
-        }
+        soft.check(what, [&] {
+          std::vector<Tensor> inputs;
+          std::vector<Shape> output_shapes;
+          for (int peer = 0; peer < n; ++peer) {
+            // To peer: [rows_between(rank, peer) * scale, 2]; shapes differ per pair.
+            inputs.push_back(make_tensor({rows_between(rank, peer) * scale, 2}, dt,
+                                         [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
+            output_shapes.push_back({rows_between(peer, rank) * scale, 2});
+          }
+          auto [outputs, handle] = all_to_all_with_output_shape(output_shapes, inputs, WORLD, async);
+          if (async) {
+            RCHECK(static_cast<bool>(handle)) << what;
+            handle.wait();
+          } else {
+            RCHECK(!handle) << what;
+          }
+          RCHECK_EQ(outputs.size(), static_cast<size_t>(n)) << what;
+          for (int peer = 0; peer < n; ++peer) {
+            check_tensor(outputs[static_cast<size_t>(peer)], dt, output_shapes[static_cast<size_t>(peer)],
+                         [&](int64_t i) { return pattern_value(dt, pair_key(peer, rank), i); },
+                         what + " from rank " + std::to_string(peer));
+          }
+        });
       }
     }
+    soft.finish();
   }, small_chunks());
 }
 
 TEST_P(AllToAllWorld, SingleEqualSplitsEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     int index = 0;
     for (DType dt : all_dtypes()) {
       for (int64_t rows_per_peer : element_counts()) {
         const bool async = (index++ % 2) == 0;
         const std::string what = "all_to_all_single equal " + case_name(dt, rows_per_peer, async);
-        // Row block j of rank r's input goes to rank j: element i of block j = pattern(r*8+j, i).
-        const int64_t block = rows_per_peer * 3;
-        Tensor x = make_tensor({rows_per_peer * n, 3}, dt, [&](int64_t i) {
-          return pattern_value(dt, pair_key(rank, static_cast<int>(i / std::max<int64_t>(block, 1))),
-                               i % std::max<int64_t>(block, 1));
+        soft.check(what, [&] {
+          // Row block j of rank r's input goes to rank j: element i of block j = pattern(r*8+j, i).
+          const int64_t block = rows_per_peer * 3;
+          Tensor x = make_tensor({rows_per_peer * n, 3}, dt, [&](int64_t i) {
+            return pattern_value(dt, pair_key(rank, static_cast<int>(i / std::max<int64_t>(block, 1))),
+                                 i % std::max<int64_t>(block, 1));
+          });
+          Tensor y = finish(all_to_all_single_with_output_shape({rows_per_peer * n, 3}, x, {}, {}, WORLD, async),
+                            async, what);
+          check_tensor(y, dt, {rows_per_peer * n, 3}, [&](int64_t i) {
+            return pattern_value(dt, pair_key(static_cast<int>(i / block), rank), i % block);
+          }, what);
         });
-        Tensor y = finish(all_to_all_single_with_output_shape({rows_per_peer * n, 3}, x, {}, {}, WORLD, async),
-                          async, what);
-        check_tensor(y, dt, {rows_per_peer * n, 3}, [&](int64_t i) {
-          return pattern_value(dt, pair_key(static_cast<int>(i / block), rank), i % block);
-        }, what);
       }
     }
+    soft.finish();
   }, small_chunks());
 }
 
 TEST_P(AllToAllWorld, SingleUnevenSplitsEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     for (DType dt : all_dtypes()) {
       for (int64_t scale : {int64_t{1}, int64_t{900}}) {
         const std::string what = "all_to_all_single uneven " + case_name(dt, scale, false);
-        std::vector<int64_t> in_split, out_split;
-        std::vector<Tensor> parts;
-        int64_t out_rows = 0;
-        for (int peer = 0; peer < n; ++peer) {
-          in_split.push_back(rows_between(rank, peer) * scale);
-          out_split.push_back(rows_between(peer, rank) * scale);
-          out_rows += out_split.back();
-          parts.push_back(make_tensor({in_split.back(), 2}, dt,
-                                      [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
-        }
-        Tensor x = Tensor::cat(parts);
-        auto [y, h] = all_to_all_single_with_output_shape({out_rows, 2}, x, out_split, in_split);
-        // Expected: blocks from rank 0, 1, ... of out_split[i] rows.
-        std::vector<double> expected;
-        for (int src = 0; src < n; ++src) {
-          for (int64_t i = 0; i < out_split[static_cast<size_t>(src)] * 2; ++i) {
-            expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+        soft.check(what, [&] {
+          std::vector<int64_t> in_split, out_split;
+          std::vector<Tensor> parts;
+          int64_t out_rows = 0;
+          for (int peer = 0; peer < n; ++peer) {
+            in_split.push_back(rows_between(rank, peer) * scale);
+            out_split.push_back(rows_between(peer, rank) * scale);
+            out_rows += out_split.back();
+            parts.push_back(make_tensor({in_split.back(), 2}, dt,
+                                        [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
           }
-        }
-        check_tensor(y, dt, {out_rows, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; }, what);
+          Tensor x = Tensor::cat(parts);
+          auto [y, h] = all_to_all_single_with_output_shape({out_rows, 2}, x, out_split, in_split);
+          // Expected: blocks from rank 0, 1, ... of out_split[i] rows.
+          std::vector<double> expected;
+          for (int src = 0; src < n; ++src) {
+            for (int64_t i = 0; i < out_split[static_cast<size_t>(src)] * 2; ++i) {
+              expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+            }
+          }
+          check_tensor(y, dt, {out_rows, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; }, what);
+        });
       }
     }
+    soft.finish();
   }, small_chunks());
 }
 
 TEST_P(AllToAllWorld, VcCountMatrixEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     std::vector<int64_t> matrix;
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j) matrix.push_back(rows_between(i, j));
@@ -114,30 +127,33 @@ TEST_P(AllToAllWorld, VcCountMatrixEveryDtype) {
     for (DType dt : all_dtypes()) {
       const bool async = (index++ % 2) == 1;
       const std::string what = "all_to_all_v_c " + case_name(dt, 0, async);
-      std::vector<Tensor> parts;
-      for (int peer = 0; peer < n; ++peer) {
-        parts.push_back(make_tensor({rows_between(rank, peer), 2}, dt,
-                                    [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
-      }
-      Tensor input = Tensor::cat(parts);
-      int64_t out_rows = 0;
-      for (int src = 0; src < n; ++src) out_rows += rows_between(src, rank);
-      Tensor output = make_tensor({out_rows, 2}, dt, [](int64_t) { return 1.0; });
-      CommHandle h = all_to_all_v_c(output, input, matrix, WORLD, async);
-      if (async) {
-        RCHECK(static_cast<bool>(h)) << what;
-        h.wait();
-      } else {
-        RCHECK(!h) << what;
-      }
-      std::vector<double> expected;
-      for (int src = 0; src < n; ++src) {
-        for (int64_t i = 0; i < rows_between(src, rank) * 2; ++i) {
-          expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+      soft.check(what, [&] {
+        std::vector<Tensor> parts;
+        for (int peer = 0; peer < n; ++peer) {
+          parts.push_back(make_tensor({rows_between(rank, peer), 2}, dt,
+                                      [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
         }
-      }
-      check_tensor(output, dt, {out_rows, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; }, what);
+        Tensor input = Tensor::cat(parts);
+        int64_t out_rows = 0;
+        for (int src = 0; src < n; ++src) out_rows += rows_between(src, rank);
+        Tensor output = make_tensor({out_rows, 2}, dt, [](int64_t) { return 1.0; });
+        CommHandle h = all_to_all_v_c(output, input, matrix, WORLD, async);
+        if (async) {
+          RCHECK(static_cast<bool>(h)) << what;
+          h.wait();
+        } else {
+          RCHECK(!h) << what;
+        }
+        std::vector<double> expected;
+        for (int src = 0; src < n; ++src) {
+          for (int64_t i = 0; i < rows_between(src, rank) * 2; ++i) {
+            expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+          }
+        }
+        check_tensor(output, dt, {out_rows, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; }, what);
+      });
     }
+    soft.finish();
   });
 }
 
@@ -253,36 +269,38 @@ TEST(AllToAll, VcDocstringAndLargerOutput) {
 
 TEST(AllToAll, Errors) {
   run_ranks(2, [](int) {
+    SoftChecks soft;
     Tensor one = Tensor::ones({1});
     // all_to_all_with_output_shape: list lengths must be N, dtypes equal.
-    RCHECK_THROWS(all_to_all_with_output_shape({Shape{1}}, {one}), collie::TypeError,
-                  "all_to_all_with_output_shape");
-    RCHECK_THROWS(all_to_all_with_output_shape({Shape{1}, Shape{1}}, {one, one, one}), collie::TypeError,
-                  "all_to_all_with_output_shape");
-    RCHECK_THROWS(all_to_all_with_output_shape({Shape{1}, Shape{1}, Shape{1}}, {one, one}), collie::TypeError,
-                  "all_to_all_with_output_shape");
-    RCHECK_THROWS(all_to_all_with_output_shape({Shape{1}, Shape{1}}, {one, Tensor::ones({1}, DType::Int32)}),
-                  collie::TypeError, "all_to_all_with_output_shape");
+    SOFT_THROWS(soft, all_to_all_with_output_shape({Shape{1}}, {one}), collie::TypeError,
+                      "all_to_all_with_output_shape");
+    SOFT_THROWS(soft, all_to_all_with_output_shape({Shape{1}, Shape{1}}, {one, one, one}), collie::TypeError,
+                      "all_to_all_with_output_shape");
+    SOFT_THROWS(soft, all_to_all_with_output_shape({Shape{1}, Shape{1}, Shape{1}}, {one, one}), collie::TypeError,
+                      "all_to_all_with_output_shape");
+    SOFT_THROWS(soft, all_to_all_with_output_shape({Shape{1}, Shape{1}}, {one, Tensor::ones({1}, DType::Int32)}),
+                      collie::TypeError, "all_to_all_with_output_shape");
     // all_to_all_single: indivisible default splits, wrong lengths or sums.
     const char* single = "all_to_all_single_with_output_shape";
-    RCHECK_THROWS(all_to_all_single_with_output_shape({4}, Tensor::ones({3})), collie::ValueError, single);
-    RCHECK_THROWS(all_to_all_single_with_output_shape({3}, Tensor::ones({4})), collie::ValueError, single);
-    RCHECK_THROWS(all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {}, {1, 1, 2}), collie::ValueError,
-                  single);
-    RCHECK_THROWS(all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {}, {1, 2}), collie::ValueError,
-                  single);
-    RCHECK_THROWS(all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {4}, {}), collie::ValueError,
-                  single);
+    SOFT_THROWS(soft, all_to_all_single_with_output_shape({4}, Tensor::ones({3})), collie::ValueError, single);
+    SOFT_THROWS(soft, all_to_all_single_with_output_shape({3}, Tensor::ones({4})), collie::ValueError, single);
+    SOFT_THROWS(soft, all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {}, {1, 1, 2}), collie::ValueError,
+                      single);
+    SOFT_THROWS(soft, all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {}, {1, 2}), collie::ValueError,
+                      single);
+    SOFT_THROWS(soft, all_to_all_single_with_output_shape({4}, Tensor::ones({4}), {4}, {}), collie::ValueError,
+                      single);
     // all_to_all_v_c: N*N matrix, equal row sizes and dtypes, enough output rows.
     Tensor out = Tensor::zeros({4});
-    RCHECK_THROWS(all_to_all_v_c(out, Tensor::ones({2}), {1, 1, 1}), collie::TypeError, "all_to_all_v_c");
-    RCHECK_THROWS(all_to_all_v_c(out, Tensor::ones({2}), {1, 1, 1, 1, 1}), collie::TypeError, "all_to_all_v_c");
+    SOFT_THROWS(soft, all_to_all_v_c(out, Tensor::ones({2}), {1, 1, 1}), collie::TypeError, "all_to_all_v_c");
+    SOFT_THROWS(soft, all_to_all_v_c(out, Tensor::ones({2}), {1, 1, 1, 1, 1}), collie::TypeError, "all_to_all_v_c");
     Tensor out2 = Tensor::zeros({4, 2});
-    RCHECK_THROWS(all_to_all_v_c(out2, Tensor::ones({2, 3}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
+    SOFT_THROWS(soft, all_to_all_v_c(out2, Tensor::ones({2, 3}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
     Tensor out3 = Tensor::zeros({4}, DType::Int32);
-    RCHECK_THROWS(all_to_all_v_c(out3, Tensor::ones({2}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
+    SOFT_THROWS(soft, all_to_all_v_c(out3, Tensor::ones({2}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
     Tensor small = Tensor::zeros({1});
-    RCHECK_THROWS(all_to_all_v_c(small, Tensor::ones({2}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
+    SOFT_THROWS(soft, all_to_all_v_c(small, Tensor::ones({2}), {1, 1, 1, 1}), collie::ValueError, "all_to_all_v_c");
+    soft.finish();
     // The world still works.
     auto [y, h] = all_to_all_single_with_output_shape({2}, Tensor::ones({2}));
     check_tensor(y, DType::Float32, {2}, [](int64_t) { return 1.0; }, "all_to_all_single after errors");

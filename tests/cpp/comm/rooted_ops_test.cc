@@ -16,6 +16,7 @@ class RootedWorld : public ::testing::TestWithParam<int> {};
 TEST_P(RootedWorld, ReduceEveryDtypeCountOpAndRoot) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     const auto world = iota_ranks(n);
     int index = 0;
     for (DType dt : all_dtypes()) {
@@ -24,79 +25,94 @@ TEST_P(RootedWorld, ReduceEveryDtypeCountOpAndRoot) {
           const int dst = (index++) % n;
           const std::string what = "reduce to " + std::to_string(dst) + " " + case_name(dt, count, false) +
                                    " op=" + std::string(reduce_op_name(op));
-          Tensor x = make_tensor({count}, dt, [&](int64_t i) { return rank_value(dt, op, rank, i); });
-          Tensor y = reduce(x, dst, op);
-          if (rank == dst) {
-            check_tensor(y, dt, {count}, [&](int64_t i) { return expected_reduction(dt, op, world, i); }, what);
-          } else {
-            check_placeholder(y, dt, what);
-          }
+          soft.check(what, [&] {
+            Tensor x = make_tensor({count}, dt, [&](int64_t i) { return rank_value(dt, op, rank, i); });
+            Tensor y = reduce(x, dst, op);
+            if (rank == dst) {
+              check_tensor(y, dt, {count}, [&](int64_t i) { return expected_reduction(dt, op, world, i); }, what);
+            } else {
+              check_placeholder(y, dt, what);
+            }
+          });
         }
       }
     }
+    soft.finish();
   }, small_chunks());
 }
 
 TEST_P(RootedWorld, BroadcastEveryDtypeCountAndRoot) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     int index = 0;
     for (DType dt : all_dtypes()) {
       for (int64_t count : element_counts()) {
         const int src = (index++) % n;
         const std::string what = "broadcast from " + std::to_string(src) + " " + case_name(dt, count, false);
-        // Every rank passes its own data; only src's arrives.
-        Tensor x = make_tensor({count, 3}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-        Tensor y = broadcast(x, src);
-        check_tensor(y, dt, {count, 3}, [&](int64_t i) { return pattern_value(dt, src, i); }, what);
-        check_tensor(x, dt, {count, 3}, [&](int64_t i) { return pattern_value(dt, rank, i); },
-                     what + " (input afterwards)");
+        soft.check(what, [&] {
+          // Every rank passes its own data; only src's arrives.
+          Tensor x = make_tensor({count, 3}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+          Tensor y = broadcast(x, src);
+          check_tensor(y, dt, {count, 3}, [&](int64_t i) { return pattern_value(dt, src, i); }, what);
+          check_tensor(x, dt, {count, 3}, [&](int64_t i) { return pattern_value(dt, rank, i); },
+                       what + " (input afterwards)");
+        });
       }
     }
+    soft.finish();
   }, small_chunks());
 }
 
 TEST_P(RootedWorld, ScatterEveryDtypeCountAndRoot) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     int index = 0;
     for (DType dt : all_dtypes()) {
       for (int64_t rows_per_rank : element_counts()) {
         const int src = (index++) % n;
         const std::string what = "scatter_tensor from " + std::to_string(src) + " " +
                                  case_name(dt, rows_per_rank, false);
-        // Non-src ranks pass the same shape with other values (ignored).
-        Tensor x = make_tensor({rows_per_rank * n, 2}, dt,
-                               [&](int64_t i) { return pattern_value(dt, rank == src ? 1000 : rank, i); });
-        Tensor y = scatter_tensor(x, src);
-        const int64_t part = rows_per_rank * 2;
-        check_tensor(y, dt, {rows_per_rank, 2},
-                     [&](int64_t i) { return pattern_value(dt, 1000, rank * part + i); }, what);
+        soft.check(what, [&] {
+          // Non-src ranks pass the same shape with other values (ignored).
+          Tensor x = make_tensor({rows_per_rank * n, 2}, dt,
+                                 [&](int64_t i) { return pattern_value(dt, rank == src ? 1000 : rank, i); });
+          Tensor y = scatter_tensor(x, src);
+          const int64_t part = rows_per_rank * 2;
+          check_tensor(y, dt, {rows_per_rank, 2},
+                       [&](int64_t i) { return pattern_value(dt, 1000, rank * part + i); }, what);
+        });
       }
     }
+    soft.finish();
   }, small_chunks());
 }
 
 TEST_P(RootedWorld, GatherEveryDtypeCountAndRoot) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
+    SoftChecks soft;
     int index = 0;
     for (DType dt : all_dtypes()) {
       for (int64_t rows : element_counts()) {
         const int dst = (index++ + 1) % n;
         const std::string what = "gather_into_tensor to " + std::to_string(dst) + " " + case_name(dt, rows, false);
-        Tensor x = make_tensor({rows, 2}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-        Tensor y = gather_into_tensor(x, dst);
-        if (rank == dst) {
-          const int64_t block = rows * 2;
-          check_tensor(y, dt, {n * rows, 2}, [&](int64_t i) {
-            return pattern_value(dt, static_cast<int>(i / block), i % block);
-          }, what);
-        } else {
-          check_placeholder(y, dt, what);
-        }
+        soft.check(what, [&] {
+          Tensor x = make_tensor({rows, 2}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+          Tensor y = gather_into_tensor(x, dst);
+          if (rank == dst) {
+            const int64_t block = rows * 2;
+            check_tensor(y, dt, {n * rows, 2}, [&](int64_t i) {
+              return pattern_value(dt, static_cast<int>(i / block), i % block);
+            }, what);
+          } else {
+            check_placeholder(y, dt, what);
+          }
+        });
       }
     }
+    soft.finish();
   }, small_chunks());
 }
 
@@ -192,37 +208,41 @@ TEST(RootedOps, NonContiguousInputs) {
 
 TEST(RootedOps, RootNotInGroupIsRuntimeError) {
   run_ranks(4, [](int rank) {
+    SoftChecks soft;
     const std::vector<int> pair = {3, 1};
     Tensor x = Tensor::ones({4});
     // Outside the world.
-    RCHECK_THROWS(reduce(x, 4), collie::RuntimeError, "reduce");
-    RCHECK_THROWS(reduce(x, -1), collie::RuntimeError, "reduce");
-    RCHECK_THROWS(broadcast(x, 7), collie::RuntimeError, "broadcast");
-    RCHECK_THROWS(scatter_tensor(x, 9), collie::RuntimeError, "scatter_tensor");
-    RCHECK_THROWS(gather_into_tensor(x, 5), collie::RuntimeError, "gather_into_tensor");
-    if (index_in(pair, rank) < 0) return;
+    SOFT_THROWS(soft, reduce(x, 4), collie::RuntimeError, "reduce");
+    SOFT_THROWS(soft, reduce(x, -1), collie::RuntimeError, "reduce");
+    SOFT_THROWS(soft, broadcast(x, 7), collie::RuntimeError, "broadcast");
+    SOFT_THROWS(soft, scatter_tensor(x, 9), collie::RuntimeError, "scatter_tensor");
+    SOFT_THROWS(soft, gather_into_tensor(x, 5), collie::RuntimeError, "gather_into_tensor");
+    if (index_in(pair, rank) < 0) return soft.finish();
     create_group("root_err_pair", pair);
     // World ranks 0 and 2 are not members of [3, 1] (group ranks 0 and 1 are not world ranks).
-    RCHECK_THROWS(reduce(x, 0, ReduceOp::SUM, "root_err_pair"), collie::RuntimeError, "reduce");
-    RCHECK_THROWS(broadcast(x, 2, "root_err_pair"), collie::RuntimeError, "broadcast");
-    RCHECK_THROWS(scatter_tensor(Tensor::ones({2}), 0, "root_err_pair"), collie::RuntimeError,
-                  "scatter_tensor");
-    RCHECK_THROWS(gather_into_tensor(x, 2, "root_err_pair"), collie::RuntimeError,
-                  "gather_into_tensor");
+    SOFT_THROWS(soft, reduce(x, 0, ReduceOp::SUM, "root_err_pair"), collie::RuntimeError, "reduce");
+    SOFT_THROWS(soft, broadcast(x, 2, "root_err_pair"), collie::RuntimeError, "broadcast");
+    SOFT_THROWS(soft, scatter_tensor(Tensor::ones({2}), 0, "root_err_pair"), collie::RuntimeError,
+                      "scatter_tensor");
+    SOFT_THROWS(soft, gather_into_tensor(x, 2, "root_err_pair"), collie::RuntimeError,
+                      "gather_into_tensor");
     // The group still works.
     Tensor y = broadcast(Tensor::full({2}, rank), 3, "root_err_pair");
     check_tensor(y, DType::Float32, {2}, [](int64_t) { return 3.0; }, "broadcast after errors");
+    soft.finish();
   });
 }
 
 TEST(RootedOps, ScatterShapeErrors) {
   run_ranks(2, [](int) {
-    RCHECK_THROWS(scatter_tensor(Tensor::scalar(1.0), 0), collie::ValueError, "scatter_tensor");
-    RCHECK_THROWS(scatter_tensor(Tensor::ones({3, 2}), 1), collie::ValueError, "scatter_tensor");
-    RCHECK_THROWS_DERIVED(broadcast(Tensor::ones({2}), 0, "no_such_group"), collie::Error,
-                          "broadcast", "no_such_group");
-    RCHECK_THROWS_DERIVED(reduce(Tensor::ones({2}), 0, ReduceOp::SUM, "no_such_group"), collie::Error,
-                          "reduce", "no_such_group");
+    SoftChecks soft;
+    SOFT_THROWS(soft, scatter_tensor(Tensor::scalar(1.0), 0), collie::ValueError, "scatter_tensor");
+    SOFT_THROWS(soft, scatter_tensor(Tensor::ones({3, 2}), 1), collie::ValueError, "scatter_tensor");
+    SOFT_THROWS_DERIVED(soft, broadcast(Tensor::ones({2}), 0, "no_such_group"), collie::Error,
+                              "broadcast", "no_such_group");
+    SOFT_THROWS_DERIVED(soft, reduce(Tensor::ones({2}), 0, ReduceOp::SUM, "no_such_group"), collie::Error,
+                              "reduce", "no_such_group");
+    soft.finish();
     Tensor y = scatter_tensor(Tensor::ones({4, 2}), 1);
     check_tensor(y, DType::Float32, {2, 2}, [](int64_t) { return 1.0; }, "scatter after errors");
   });

@@ -31,6 +31,23 @@ bool contains_ignore_case(std::string_view haystack, std::string_view needle) {
   return it != haystack.end() || needle.empty();
 }
 
+void SoftChecks::check(std::string_view label, const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    std::string head = label.empty() ? std::string() : std::string(label) + ": ";
+    if (dynamic_cast<const CheckFailure*>(&e) == nullptr) head += type_name_of(e) + ": ";
+    failures_.push_back(head + e.what());
+  }
+}
+
+void SoftChecks::finish() const {
+  if (failures_.empty()) return;
+  std::string all = std::to_string(failures_.size()) + " failed check(s):";
+  for (const auto& f : failures_) all += "\n    " + f;
+  throw CheckFailure(all);
+}
+
 namespace detail {
 
 Failer::Failer(const char* file, int line, std::string what)

@@ -113,6 +113,26 @@ std::optional<std::string> check_throws(const std::function<void()>& fn, const c
 
 }  // namespace detail
 
+// Runs independent checks and collects their failures instead of stopping at the
+// first, so one run reports every failing case of a loop; finish() throws them all.
+// Only for cases that fail the same way on every rank (argument errors, wrong values):
+// a collective that throws on some ranks only would desynchronise the ranks.
+//
+//   SoftChecks soft;
+//   for (DType dt : all_dtypes()) soft.check(dtype_name(dt), [&] { ... RCHECK(...) ... });
+//   soft.finish();
+class SoftChecks {
+ public:
+  // Runs fn; a CheckFailure or collie error it throws is recorded under `label`.
+  void check(std::string_view label, const std::function<void()>& fn);
+  // Throws one CheckFailure listing every recorded failure (if any).
+  void finish() const;
+  size_t failures() const { return failures_.size(); }
+
+ private:
+  std::vector<std::string> failures_;
+};
+
 template <typename T>
 std::string printable(const T& value) {
   std::ostringstream os;
@@ -174,3 +194,9 @@ std::string printable(const T& value) {
 #define RCHECK_THROWS_DERIVED(statement, exc_type, ...)                                  \
   COLLIE_TESTING_CHECK_(::collie::testing::detail::check_throws<exc_type>(               \
       [&]() { (void)(statement); }, #statement, #exc_type, false, {__VA_ARGS__}))
+
+// RCHECK_THROWS / RCHECK_THROWS_DERIVED recorded in a SoftChecks instead of thrown.
+#define SOFT_THROWS(soft, statement, exc_type, ...) \
+  (soft).check("", [&]() { RCHECK_THROWS(statement, exc_type, __VA_ARGS__); })
+#define SOFT_THROWS_DERIVED(soft, statement, exc_type, ...) \
+  (soft).check("", [&]() { RCHECK_THROWS_DERIVED(statement, exc_type, __VA_ARGS__); })

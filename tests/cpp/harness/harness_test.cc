@@ -1,8 +1,11 @@
 // Tests of the multi-rank harness itself: exit statuses, failure messages, the deadline,
 // the environment each rank gets, and the in-child check macros.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -103,6 +106,42 @@ TEST(Harness, SharedMemoryIsSeenByAllRanks) {
   auto* counter = new (shared.data()) std::atomic<int>(0);
   EXPECT_TRUE(run_ranks(4, [&](int) { counter->fetch_add(1); }, no_init()));
   EXPECT_EQ(counter->load(), 4);
+}
+
+// A /dev/shm/collie-<uid>-<job id>-* entry left after a run is a failure (and is removed).
+TEST(Harness, ReportsLeakedSharedMemory) {
+  EXPECT_NONFATAL_FAILURE(
+      run_ranks(
+          1,
+          [](int) {
+            std::string name = "/collie-" + std::to_string(getuid()) + "-" +
+                               std::getenv("COLLIE_JOB_ID") + "-leaked";
+            int fd = ::shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+            RCHECK_GE(fd, 0);
+            ::close(fd);
+          },
+          no_init()),
+      "left shared memory behind");
+  EXPECT_TRUE(leftover_shm_entries(last_job_id()).empty());
+}
+
+TEST(Harness, SoftChecksCollectEveryFailure) {
+  SoftChecks soft;
+  soft.check("first", [] { RCHECK_EQ(1, 2); });
+  soft.check("second", [] {});
+  SOFT_THROWS(soft, (void)0, collie::ValueError);
+  soft.check("third", [] { throw collie::CommError("peer died"); });
+  EXPECT_EQ(soft.failures(), 3u);
+  try {
+    soft.finish();
+    FAIL() << "finish() did not throw";
+  } catch (const CheckFailure& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("3 failed check(s)"), std::string::npos) << m;
+    EXPECT_NE(m.find("first: "), std::string::npos) << m;
+    EXPECT_NE(m.find("returned normally"), std::string::npos) << m;
+    EXPECT_NE(m.find("third: collie::CommError: peer died"), std::string::npos) << m;
+  }
 }
 
 TEST(Harness, CheckMacrosThrowWithLocation) {
