@@ -1,5 +1,7 @@
 // all_reduce: every dtype x element count x reduce op x world size, sync and async,
 // sub-groups with unsorted rank lists, shapes, non-contiguous inputs, handles, errors.
+#include <algorithm>
+
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -111,6 +113,61 @@ TEST(AllReduce, UnsortedSubGroups) {
           });
         }
       }
+    }
+    soft.finish();
+  }, small_chunks());
+}
+
+// float16 and bfloat16 accumulate in float32 and round once: 2048 + 1 + 1 is 2050 in
+// float16 (a float16 running sum would stay at 2048), 256 + 1 + 1 is 258 in bfloat16, and
+// 40000 + 40000 - 40000 does not overflow float16 (max 65504) on the way.
+TEST(AllReduce, HalfPrecisionAccumulatesInFloat32) {
+  run_ranks(3, [](int rank) {
+    SoftChecks soft;
+    struct Case {
+      DType dtype;
+      double values[3];
+      double sum;
+    };
+    const Case cases[] = {{DType::Float16, {2048, 1, 1}, 2050},
+                          {DType::BFloat16, {256, 1, 1}, 258},
+                          {DType::Float16, {40000, 40000, -40000}, 40000},
+                          {DType::BFloat16, {1, 1, 256}, 258}};
+    for (const Case& c : cases) {
+      const std::string what = "all_reduce " + std::string(dtype_name(c.dtype)) + " " +
+                               std::to_string(c.values[0]) + " + " + std::to_string(c.values[1]) + " + " +
+                               std::to_string(c.values[2]);
+      soft.check(what, [&] {
+        Tensor x = Tensor::full({5}, c.values[rank], c.dtype);
+        auto [y, h] = all_reduce(x);
+        check_tensor(y, c.dtype, {5}, [&](int64_t) { return c.sum; }, what);
+        Tensor r = reduce(x, 2);
+        if (rank == 2) check_tensor(r, c.dtype, {5}, [&](int64_t) { return c.sum; }, "reduce: " + what);
+      });
+    }
+    soft.finish();
+  });
+}
+
+// Non-integer floating-point sums are bitwise identical on every rank.
+TEST(AllReduce, ResultsAreBitwiseIdenticalOnEveryRank) {
+  run_ranks(4, [](int rank) {
+    SoftChecks soft;
+    for (DType dt : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
+      soft.check(dtype_name(dt), [&] {
+        const int64_t count = 3001;
+        Tensor x = make_tensor({count}, dt, [&](int64_t i) { return 0.1 * (i % 97 + 1) / (rank + 3); });
+        auto [y, h] = all_reduce(x);
+        // Gather every rank's result as raw bytes (uint8) and compare with this rank's.
+        Tensor bytes = Tensor::from_blob(y.data_ptr(), {static_cast<int64_t>(y.nbytes())}, DType::UInt8);
+        auto [all, h2] = all_gather_into_tensor(bytes);
+        const uint8_t* mine = bytes.data<uint8_t>();
+        const uint8_t* every = all.data<uint8_t>();
+        for (int r = 0; r < 4; ++r) {
+          RCHECK(std::equal(mine, mine + y.nbytes(), every + r * static_cast<int64_t>(y.nbytes())))
+              << "rank " << r << "'s " << dtype_name(dt) << " result differs bitwise from rank " << rank << "'s";
+        }
+      });
     }
     soft.finish();
   }, small_chunks());

@@ -119,42 +119,45 @@ TEST_P(AllToAllWorld, VcCountMatrixEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
     SoftChecks soft;
-    std::vector<int64_t> matrix;
-    for (int i = 0; i < n; ++i) {
-      for (int j = 0; j < n; ++j) matrix.push_back(rows_between(i, j));
-    }
     int index = 0;
     for (DType dt : all_dtypes()) {
-      const bool async = (index++ % 2) == 1;
-      const std::string what = "all_to_all_v_c " + case_name(dt, 0, async);
-      soft.check(what, [&] {
-        std::vector<Tensor> parts;
-        for (int peer = 0; peer < n; ++peer) {
-          parts.push_back(make_tensor({rows_between(rank, peer), 2}, dt,
-                                      [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
-        }
-        Tensor input = Tensor::cat(parts);
-        int64_t out_rows = 0;
-        for (int src = 0; src < n; ++src) out_rows += rows_between(src, rank);
-        Tensor output = make_tensor({out_rows, 2}, dt, [](int64_t) { return 1.0; });
-        CommHandle h = all_to_all_v_c(output, input, matrix, WORLD, async);
-        if (async) {
-          RCHECK(static_cast<bool>(h)) << what;
-          h.wait();
-        } else {
-          RCHECK(!h) << what;
-        }
-        std::vector<double> expected;
-        for (int src = 0; src < n; ++src) {
-          for (int64_t i = 0; i < rows_between(src, rank) * 2; ++i) {
-            expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+      for (int64_t scale : {int64_t{1}, int64_t{900}}) {
+        const bool async = (index++ % 2) == 1;
+        const std::string what = "all_to_all_v_c " + case_name(dt, scale, async);
+        soft.check(what, [&] {
+          std::vector<int64_t> matrix;
+          for (int i = 0; i < n; ++i) {
+            for (int j = 0; j < n; ++j) matrix.push_back(rows_between(i, j) * scale);
           }
-        }
-        check_tensor(output, dt, {out_rows, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; }, what);
-      });
+          std::vector<Tensor> parts;
+          for (int peer = 0; peer < n; ++peer) {
+            parts.push_back(make_tensor({rows_between(rank, peer) * scale, 2}, dt,
+                                        [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); }));
+          }
+          Tensor input = Tensor::cat(parts);
+          int64_t out_rows = 0;
+          for (int src = 0; src < n; ++src) out_rows += rows_between(src, rank) * scale;
+          Tensor output = make_tensor({out_rows, 2}, dt, [](int64_t) { return 1.0; });
+          CommHandle h = all_to_all_v_c(output, input, matrix, WORLD, async);
+          if (async) {
+            RCHECK(static_cast<bool>(h)) << what;
+            h.wait();
+          } else {
+            RCHECK(!h) << what;
+          }
+          std::vector<double> expected;
+          for (int src = 0; src < n; ++src) {
+            for (int64_t i = 0; i < rows_between(src, rank) * scale * 2; ++i) {
+              expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+            }
+          }
+          check_tensor(output, dt, {out_rows, 2}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; },
+                       what);
+        });
+      }
     }
     soft.finish();
-  });
+  }, small_chunks());
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, AllToAllWorld, ::testing::Values(1, 2, 3, 4), world_size_name);
@@ -247,6 +250,40 @@ TEST(AllToAll, UnsortedSubGroup) {
     for (int j = 0; j < 3; ++j) {
       check_tensor(outs[static_cast<size_t>(j)], DType::Int8, {g + 1}, [&](int64_t) { return 10.0 * j + g; },
                    "all_to_all_with_output_shape in [2,0,3] from group rank " + std::to_string(j));
+    }
+  });
+}
+
+// Non-contiguous (transposed) inputs are sent as their logical elements.
+TEST(AllToAll, NonContiguousInputs) {
+  run_ranks(2, [](int rank) {
+    // base [3, 4] = 100 rank + i; view = base^T, [4, 3]: view(a, b) = 100 rank + 4b + a.
+    Tensor base = make_tensor({3, 4}, DType::Int32, [&](int64_t i) { return 100.0 * rank + i; });
+    Tensor view = base.transpose(0, 1);
+    auto view_value = [](int r, int64_t a, int64_t b) { return 100.0 * r + 4 * b + a; };
+    // Equal split: rows [2j, 2j + 2) of the view go to rank j.
+    auto [y, h] = all_to_all_single_with_output_shape({4, 3}, view);
+    check_tensor(y, DType::Int32, {4, 3}, [&](int64_t k) {
+      int64_t src = k / 6, a = rank * 2 + (k % 6) / 3, b = k % 3;
+      return view_value(static_cast<int>(src), a, b);
+    }, "all_to_all_single of a transposed view");
+    // v_c: every rank sends 2 rows to each rank.
+    Tensor out = Tensor::zeros({4, 3}, DType::Int32);
+    all_to_all_v_c(out, view, {2, 2, 2, 2});
+    check_tensor(out, DType::Int32, {4, 3}, [&](int64_t k) {
+      int64_t src = k / 6, a = rank * 2 + (k % 6) / 3, b = k % 3;
+      return view_value(static_cast<int>(src), a, b);
+    }, "all_to_all_v_c of a transposed view");
+    // Lists: list entry j is a transposed [1, 2] -> [2, 1] view.
+    std::vector<Tensor> inputs;
+    for (int j = 0; j < 2; ++j) {
+      inputs.push_back(make_tensor({1, 2}, DType::Int32, [&](int64_t i) { return 10.0 * rank + 2 * j + i; })
+                           .transpose(0, 1));
+    }
+    auto [outs, h2] = all_to_all_with_output_shape({Shape{2, 1}, Shape{2, 1}}, inputs);
+    for (int src = 0; src < 2; ++src) {
+      check_tensor(outs[static_cast<size_t>(src)], DType::Int32, {2, 1},
+                   [&](int64_t i) { return 10.0 * src + 2 * rank + i; }, "all_to_all list of transposed views");
     }
   });
 }

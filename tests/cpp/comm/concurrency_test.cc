@@ -1,6 +1,11 @@
 // Concurrency: two disjoint groups running at the same time, sub-group operations in
 // flight while world operations run, many kinds of async operations queued on one group
 // (they complete in issue order), and sync ops issued while async ones are pending.
+#include <atomic>
+#include <chrono>
+#include <new>
+#include <thread>
+
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -95,6 +100,47 @@ TEST(Concurrency, AsyncOpsOfEveryKindCompleteInIssueOrder) {
       check_tensor(last.first, DType::UInt8, {3}, [](int64_t) { return 3.0; }, "last all_reduce");
     }
   });
+}
+
+// wait_for gives up (false) while a peer holds the op back, and wait() then completes it.
+TEST(Concurrency, WaitForReturnsFalseWhileIncomplete) {
+  SharedMemory shared(sizeof(std::atomic<int>));
+  auto* go = new (shared.data()) std::atomic<int>(0);
+  run_ranks(2, [go](int rank) {
+    if (rank == 1) {
+      const auto start = std::chrono::steady_clock::now();
+      while (go->load() == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    auto [y, h] = all_reduce(Tensor::full({4}, rank + 1.0), ReduceOp::SUM, WORLD, true);
+    if (rank == 0) {
+      RCHECK(!h.wait_for(0.05)) << "wait_for returned true although rank 1 has not joined";
+      RCHECK(!h.is_completed());
+      go->store(1);
+    }
+    h.wait();
+    RCHECK(h.wait_for(0));
+    check_tensor(y, DType::Float32, {4}, [](int64_t) { return 3.0; }, "all_reduce after wait_for");
+  });
+}
+
+// release() waits for queued operations: results of ops never waited for are valid after it.
+TEST(Concurrency, ReleaseWaitsForQueuedOps) {
+  RunOptions o;
+  o.call_init = false;
+  run_ranks(3, [](int rank) {
+    init();
+    std::vector<std::pair<Tensor, CommHandle>> pending;
+    for (int k = 0; k < 10; ++k) {
+      pending.push_back(all_reduce(Tensor::full({2000}, rank + k, DType::Int32), ReduceOp::SUM, WORLD, true));
+    }
+    release();
+    for (int k = 0; k < 10; ++k) {
+      check_tensor(pending[static_cast<size_t>(k)].first, DType::Int32, {2000},
+                   [k](int64_t) { return 3.0 + 3 * k; }, "all_reduce #" + std::to_string(k) + " after release()");
+    }
+  }, o);
 }
 
 // Point-to-point traffic in flight while collectives run on the same group.

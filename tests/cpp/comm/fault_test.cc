@@ -114,6 +114,61 @@ TEST(Fault, DeadPeerInRecv) {
   expect_statuses(statuses, 1);
 }
 
+// A sender blocked on a full 4 KiB ring is released with CommError when the receiver dies.
+TEST(Fault, DeadReceiverReleasesBlockedSender) {
+  RunOptions o = with_timeout(10);
+  o.env = small_chunk_env();
+  auto statuses = run_ranks_collect(2, [](int rank) {
+    barrier();
+    if (rank == 1) ::raise(SIGKILL);
+    const auto start = Clock::now();
+    std::string msg = message_of<collie::CommError>([] { send(Tensor::zeros({1 << 20}), 1); },
+                                                    "4 MiB send to dead rank 1");
+    RCHECK_LT(seconds_since(start), 10 + kSlackSeconds);
+    RCHECK(names_rank(msg, 1)) << msg;
+  }, o);
+  expect_statuses(statuses, 1);
+}
+
+// A dead rank breaks the groups it belongs to, not a group of the survivors.
+TEST(Fault, GroupsWithoutTheDeadRankKeepWorking) {
+  auto statuses = run_ranks_collect(3, [](int rank) {
+    if (rank < 2) create_group("survivors", {1, 0});
+    barrier();
+    if (rank == 2) ::raise(SIGKILL);
+    for (int k = 0; k < 5; ++k) {
+      auto [y, h] = all_reduce(Tensor::full({100}, rank + k), ReduceOp::SUM, "survivors");
+      check_tensor(y, DType::Float32, {100}, [k](int64_t) { return 1.0 + 2 * k; }, "all_reduce in survivors");
+    }
+    message_of<collie::CommError>([] { all_reduce(Tensor::ones({4})); }, "world all_reduce with rank 2 dead");
+    auto [y, h] = all_reduce(Tensor::full({3}, 5.0), ReduceOp::SUM, "survivors");
+    check_tensor(y, DType::Float32, {3}, [](int64_t) { return 10.0; }, "survivors after the world failed");
+  }, with_timeout(10));
+  expect_statuses(statuses, 2);
+}
+
+// A receive from a live rank that never sends: TimeoutError after COLLIE_TIMEOUT.
+TEST(Fault, RecvFromSilentPeerTimesOut) {
+  SharedMemory shared(sizeof(std::atomic<int>));
+  auto* finished = new (shared.data()) std::atomic<int>(0);
+  run_ranks(2, [finished](int rank) {
+    if (rank == 1) {
+      const auto start = Clock::now();
+      while (finished->load() < 1 && seconds_since(start) < 60) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      return;
+    }
+    const auto start = Clock::now();
+    std::string msg = message_of<collie::TimeoutError>([] { recv(Tensor::zeros({4}), 1, WORLD, 3); },
+                                                       "recv from silent rank 1");
+    finished->fetch_add(1);
+    RCHECK_LT(seconds_since(start), 2 + kSlackSeconds);
+    RCHECK(contains(msg, "recv")) << msg;
+    RCHECK(names_rank(msg, 1)) << msg;
+  }, with_timeout(2));
+}
+
 // Rank 2 stays alive but never calls the collective: TimeoutError after COLLIE_TIMEOUT.
 TEST(Fault, AbsentPeerGivesTimeoutErrorNamingIt) {
   SharedMemory shared(sizeof(std::atomic<int>));

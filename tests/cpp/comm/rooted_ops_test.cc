@@ -168,6 +168,24 @@ TEST(RootedOps, UnsortedSubGroupsTranslateWorldRoots) {
   });
 }
 
+// Messages much larger than any default staging slot, default engine settings.
+TEST(RootedOps, LargeMessagesDefaultSlots) {
+  run_ranks(3, [](int rank) {
+    const int64_t count = 2 * 1024 * 1024 + 3;  // 8 MiB of int32
+    Tensor b = broadcast(make_tensor({count}, DType::Int32, [&](int64_t i) { return pattern_value(DType::Int32, rank, i); }),
+                         1);
+    check_tensor(b, DType::Int32, {count}, [](int64_t i) { return pattern_value(DType::Int32, 1, i); }, "broadcast 8 MiB");
+    Tensor r = reduce(make_tensor({count}, DType::Int32, [&](int64_t i) { return rank_value(DType::Int32, ReduceOp::SUM, rank, i); }),
+                      2);
+    if (rank == 2) {
+      check_tensor(r, DType::Int32, {count},
+                   [](int64_t i) { return expected_reduction(DType::Int32, ReduceOp::SUM, {0, 1, 2}, i); }, "reduce 8 MiB");
+    }
+    auto [g, h] = all_gather_into_tensor(Tensor::full({count}, rank, DType::Int32));
+    check_tensor(g, DType::Int32, {3 * count}, [count](int64_t i) { return double(i / count); }, "all_gather 8 MiB each");
+  });
+}
+
 // The docstring examples' shapes: scatter of arange(8).reshape(4, 2) from rank 0.
 TEST(RootedOps, ScatterAndGatherDocstringShapes) {
   run_ranks(2, [](int rank) {
