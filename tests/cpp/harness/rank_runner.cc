@@ -136,7 +136,10 @@ std::vector<std::string> leftover_shm_entries(const std::string& job_id) {
   if (dir == nullptr) return out;
   while (dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
-    if (name.compare(0, prefix.size(), prefix) == 0) out.push_back(name);
+    // "collie-<uid>-<job>-<anything>" or exactly "collie-<uid>-<job>".
+    if (name.compare(0, prefix.size(), prefix) == 0 || name == prefix.substr(0, prefix.size() - 1)) {
+      out.push_back(name);
+    }
   }
   ::closedir(dir);
   return out;

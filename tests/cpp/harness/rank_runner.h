@@ -85,7 +85,8 @@ class SharedMemory {
   size_t bytes_ = 0;
 };
 
-// The /dev/shm entries named collie-<uid>-<job_id>-* (the engine's naming contract).
+// The /dev/shm entries named collie-<uid>-<job_id>-* or exactly collie-<uid>-<job_id>
+// (the engine's naming contract, docs/launcher.md).
 std::vector<std::string> leftover_shm_entries(const std::string& job_id);
 
 // The job id of the most recent run_ranks / run_ranks_collect call ("" before any).
