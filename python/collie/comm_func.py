@@ -221,6 +221,9 @@ def all_gather_into_tensor(tensor, group=GlobalComm.WORLD_COMM_GROUP, async_op=F
     if not _is_tensor(tensor):
         raise TypeError("For all_gather_into_tensor, the input tensor must be tensor")
     group = _group(group, "all_gather_into_tensor")
+    shape = _shape_of(tensor)
+    if shape and shape[0] < 1:
+        raise ValueError(f"For all_gather_into_tensor, the input_shape[0] must be at least 1, but got shape {shape}")
     output, handle = _collie.all_gather_into_tensor(tensor, group, bool(async_op))
     return output, _handle(handle)
 
@@ -296,13 +299,18 @@ def gather_into_tensor(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP):
         array of zeros.
 
     Raises:
-        TypeError: tensor is not a tensor; dst is not an int; group is not a str.
+        TypeError: tensor is not a tensor; dst is not an int; group is not a str;
+            x_1 == 0 (as MindSpore's shape inference).
         RuntimeError: dst is not a member of the group.
     """
     if not _is_tensor(tensor):
         raise TypeError("For gather_into_tensor, the input tensor must be tensor")
     _check_rank_arg(dst, "gather_into_tensor", "dst")
     group = _group(group, "gather_into_tensor")
+    shape = _shape_of(tensor)
+    if shape and shape[0] < 1:
+        # MindSpore's shape inference raises TypeError here (all_gather_into_tensor: ValueError).
+        raise TypeError(f"For gather_into_tensor, the input x_shape[0] must be at least 1, but got shape {shape}")
     return _collie.gather_into_tensor(tensor, dst, group)
 
 

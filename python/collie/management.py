@@ -23,7 +23,6 @@ Example (run with ``collie run -n 4 /usr/bin/python3 script.py``):
 """
 
 import atexit
-import os
 
 from collie import _collie
 from collie.errors import CreateGroupError, InitError
@@ -146,9 +145,8 @@ def init(backend_name=None):
     GlobalComm.BACKEND = backend_name if backend_name in ("hccl", "nccl", "mccl") else _collie.backend_name()
     GlobalComm.WORLD_COMM_GROUP = _collie.world_group_name()
     GlobalComm.INITED = True
-    # As MindSpore: the rank and size are exported after init().
-    os.environ["RANK_ID"] = str(_collie.get_rank(GlobalComm.WORLD_COMM_GROUP))
-    os.environ.setdefault("RANK_SIZE", str(_collie.get_group_size(GlobalComm.WORLD_COMM_GROUP)))
+    # MindSpore also exports RANK_ID/RANK_SIZE here; collie does not: child processes
+    # (a nested `collie run`, test harnesses) would inherit a stale world.
 
 
 def release():

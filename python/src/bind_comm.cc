@@ -4,7 +4,10 @@
 //
 // Every call into collie runs with the GIL released: collectives block, and a
 // tensor's storage may be released by collie's progress thread, which then needs the
-// GIL to drop its reference to the Python object.
+// GIL to drop its reference to the Python object. Operations that have an
+// asynchronous form are started asynchronously and waited for in slices, so that
+// Ctrl-C interrupts them (reduce, broadcast, scatter_tensor, gather_into_tensor and
+// barrier have none in the C++ API: they block until done or until the deadline).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -29,6 +32,34 @@ template <typename Fn>
 auto nogil(Fn&& fn) {
   py::gil_scoped_release release;
   return fn();
+}
+
+// Waits for h without the GIL, in slices, so that Ctrl-C (a signal handler raising
+// KeyboardInterrupt) interrupts a wait for a peer that is not coming. Rethrows the
+// operation's error.
+void wait_interruptible(const CommHandle& h) {
+  for (;;) {
+    bool done = false;
+    {
+      py::gil_scoped_release release;
+      done = h.wait_for(0.05);
+    }
+    if (done) return;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
+// Starts an operation asynchronously (fn(true) -> (result, handle)); unless async_op,
+// waits for it interruptibly. Synchronous calls run the same way: collie's C++
+// functions with async_op=false just wait on the same handle.
+template <typename Fn>
+auto start_then_wait(bool async_op, Fn&& fn) {
+  auto r = nogil([&] { return fn(true); });
+  if (!async_op) {
+    wait_interruptible(r.second);
+    r.second = CommHandle();
+  }
+  return r;
 }
 
 // The handle of an async op, or None for a completed (synchronous) one.
@@ -88,8 +119,8 @@ void bind_runtime(py::module_& m) {
 
 void bind_handle(py::module_& m) {
   py::class_<CommHandle>(m, "_CommHandle", "The C++ handle of an asynchronous operation.")
-      .def("wait", [](const CommHandle& h) { nogil([&] { h.wait(); return 0; }); },
-           "Blocks until the operation has completed; raises its error.")
+      .def("wait", &wait_interruptible,
+           "Blocks (without the GIL; Ctrl-C interrupts) until the operation has completed; raises its error.")
       .def("wait_for", [](const CommHandle& h, double s) { return nogil([&] { return h.wait_for(s); }); },
            py::arg("seconds"), "Like wait(), but returns False after `seconds` if not complete.")
       .def("is_completed", &CommHandle::is_completed)
@@ -100,18 +131,18 @@ void bind_collectives(py::module_& m) {
   m.def("all_reduce", [](py::handle x, const std::string& op, const std::string& group, bool async_op) {
     Tensor t = to_tensor(x);
     auto rop = reduce_op(op, "all_reduce");
-    auto r = nogil([&] { return collie::all_reduce(t, rop, group, async_op); });
+    auto r = start_then_wait(async_op, [&](bool a) { return collie::all_reduce(t, rop, group, a); });
     return result_pair(r, async_op);
   });
   m.def("all_gather_into_tensor", [](py::handle x, const std::string& group, bool async_op) {
     Tensor t = to_tensor(x);
-    auto r = nogil([&] { return collie::all_gather_into_tensor(t, group, async_op); });
+    auto r = start_then_wait(async_op, [&](bool a) { return collie::all_gather_into_tensor(t, group, a); });
     return result_pair(r, async_op);
   });
   m.def("reduce_scatter_tensor", [](py::handle x, const std::string& op, const std::string& group, bool async_op) {
     Tensor t = to_tensor(x);
     auto rop = reduce_op(op, "reduce_scatter_tensor");
-    auto r = nogil([&] { return collie::reduce_scatter_tensor(t, rop, group, async_op); });
+    auto r = start_then_wait(async_op, [&](bool a) { return collie::reduce_scatter_tensor(t, rop, group, a); });
     return result_pair(r, async_op);
   });
   m.def("reduce", [](py::handle x, int dst, const std::string& op, const std::string& group) {
@@ -137,11 +168,12 @@ void bind_collectives(py::module_& m) {
 void bind_p2p(py::module_& m) {
   m.def("send", [](py::handle x, int dst, const std::string& group, int tag) {
     Tensor t = to_tensor(x);
-    nogil([&] { collie::send(t, dst, group, tag); return 0; });
+    wait_interruptible(nogil([&] { return collie::isend(t, dst, group, tag); }));
   });
   m.def("recv", [](py::handle x, int src, const std::string& group, int tag) {
     Tensor t = to_tensor(x);
-    return to_python(nogil([&] { return collie::recv(t, src, group, tag); }));
+    auto r = start_then_wait(false, [&](bool) { return collie::irecv(t, src, group, tag); });
+    return to_python(r.first);
   });
   m.def("isend", [](py::handle x, int dst, const std::string& group, int tag) {
     Tensor t = to_tensor(x);
@@ -181,7 +213,9 @@ void bind_all_to_all(py::module_& m) {
           for (py::handle s : shapes) out_shapes.push_back(to_shape(s));
           std::vector<Tensor> inputs;
           for (py::handle t : tensors) inputs.push_back(to_tensor(t));
-          auto r = nogil([&] { return collie::all_to_all_with_output_shape(out_shapes, inputs, group, async_op); });
+          auto r = start_then_wait(async_op, [&](bool a) {
+            return collie::all_to_all_with_output_shape(out_shapes, inputs, group, a);
+          });
           py::tuple outs(r.first.size());
           for (size_t i = 0; i < r.first.size(); ++i) outs[i] = to_python(r.first[i]);
           return py::make_tuple(outs, handle_or_none(r.second, async_op));
@@ -191,8 +225,8 @@ void bind_all_to_all(py::module_& m) {
            const std::vector<int64_t>& in_splits, const std::string& group, bool async_op) {
           Shape out_shape = to_shape(shape);
           Tensor t = to_tensor(x);
-          auto r = nogil([&] {
-            return collie::all_to_all_single_with_output_shape(out_shape, t, out_splits, in_splits, group, async_op);
+          auto r = start_then_wait(async_op, [&](bool a) {
+            return collie::all_to_all_single_with_output_shape(out_shape, t, out_splits, in_splits, group, a);
           });
           return result_pair(r, async_op);
         });
@@ -201,7 +235,8 @@ void bind_all_to_all(py::module_& m) {
            bool async_op) {
           Tensor out = to_tensor(output, Access::Write, "output");
           Tensor in = to_tensor(input, Access::Read, "input");
-          CommHandle h = nogil([&] { return collie::all_to_all_v_c(out, in, matrix, group, async_op); });
+          CommHandle h = nogil([&] { return collie::all_to_all_v_c(out, in, matrix, group, true); });
+          if (!async_op) wait_interruptible(h);
           return handle_or_none(h, async_op);
         });
 }

@@ -339,7 +339,11 @@ Tensor to_tensor(py::handle obj, Access access, const char* what) {
     if (scalar && access == Access::Write) {
       throw collie::ValueError(std::string("The ") + what + " is written in place; a numpy scalar is immutable");
     }
-    return from_numpy(numpy().attr("asarray")(obj), access, what);
+    // memoryview keeps the buffer's format and shape (numpy.asarray(b"..") would be a bytes scalar).
+    if (scalar) return from_numpy(numpy().attr("asarray")(obj), access, what);
+    PyObject* view = PyMemoryView_FromObject(obj.ptr());
+    if (view == nullptr) throw py::error_already_set();
+    return from_numpy(numpy().attr("asarray")(py::reinterpret_steal<py::object>(view)), access, what);
   }
   throw collie::TypeError(std::string("The ") + what + " must be a tensor (a numpy array, or an object with "
                           "__dlpack__ or the buffer protocol), but got " + py_type_name(obj));
