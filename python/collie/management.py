@@ -23,6 +23,7 @@ Example (run with ``collie run -n 4 /usr/bin/python3 script.py``):
 """
 
 import atexit
+import sys
 
 from collie import _collie
 from collie.errors import CreateGroupError, InitError
@@ -160,8 +161,13 @@ def release():
 
 @atexit.register
 def _release_at_exit():
-    # Queued asynchronous operations hold references to their input arrays; finish
-    # them while the interpreter is still whole.
+    # Queued asynchronous operations hold references to their input arrays: finish
+    # them while the interpreter is still whole (from then on collie leaks such
+    # references instead of dropping them). Not after an uncaught exception: an
+    # operation waiting for a peer would delay the exit (and the launcher's stopping
+    # of the other ranks) until its deadline.
+    if getattr(sys, "last_value", None) is not None:
+        return
     try:
         if _collie.is_initialized():
             _collie.release()

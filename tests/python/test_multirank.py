@@ -4,6 +4,7 @@ that every rank reports success (the workers assert; see tests/python/workers/).
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -64,3 +65,34 @@ def test_every_example_documents_how_to_run():
         assert head[0].startswith(f"# {script.name} — "), script
         assert any(line.startswith("# Run:") for line in head), script
         assert any("print" in line.lower() for line in head), script
+
+
+EXIT_SCRIPT = """
+import sys, numpy as np, collie as comm
+from collie import comm_func as cf
+comm.init()
+rank = comm.get_rank()
+mode = sys.argv[1]
+out, h = cf.all_reduce(np.ones(4), async_op=True)  # never waited for: release() at exit finishes it
+if mode == "raise" and rank == 1:
+    cf.irecv(np.zeros(1), 0)  # never matched
+    raise SystemError("rank 1 fails")
+cf.barrier()
+sys.stdout.write(f"done {rank}\\n")
+"""
+
+
+@pytest.mark.parametrize("mode", ["clean", "raise"])
+def test_exit_without_release(run_ranks, tmp_path, mode):
+    """Programs need not call release(); an uncaught exception exits at once (no drain)."""
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT_SCRIPT)
+    start = time.monotonic()
+    proc = run_ranks(2, script, mode, env={"COLLIE_TIMEOUT": "60"})
+    elapsed = time.monotonic() - start
+    if mode == "clean":
+        assert proc.returncode == 0, proc.stderr
+        assert "done 0" in proc.stdout and "done 1" in proc.stdout
+    else:
+        assert proc.returncode != 0 and "rank 1 fails" in proc.stderr, proc.stderr
+        assert elapsed < 30, f"took {elapsed:.1f}s: the failing rank waited for its pending receive"
