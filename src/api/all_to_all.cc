@@ -29,7 +29,8 @@ std::vector<int64_t> split_sizes(const std::vector<int64_t>& given, int64_t rows
                                  const char* which) {
   if (given.empty()) {
     if (rows % n != 0) {
-      throw ValueError(std::string(which) + " shape at dim 0 must be divided by world_size, but got " +
+      throw ValueError(std::string("For all_to_all_single_with_output_shape, ") + which +
+                       " shape at dim 0 must be divided by world_size, but got " +
                        std::to_string(rows) + " and " + std::to_string(n) + ".");
     }
     return std::vector<int64_t>(static_cast<size_t>(n), rows / n);
@@ -77,7 +78,7 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
   DType dtype = input_tensor_list[0].dtype();
   for (const Tensor& t : input_tensor_list) {
     if (t.dtype() != dtype) {
-      throw TypeError("all_to_all input dtype must be the same, but got " + std::string(dtype_name(dtype)) +
+      throw TypeError("For all_to_all_with_output_shape, all_to_all input dtype must be the same, but got " + std::string(dtype_name(dtype)) +
                       " and " + std::string(dtype_name(t.dtype())) + ".");
     }
   }
@@ -138,7 +139,7 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
   auto g = detail::lookup_for_op(group, "all_to_all_v_c");
   const size_t n = static_cast<size_t>(g->size());
   if (send_count_matrix.size() != n * n) {
-    throw TypeError("send_count_matrix must be square matrix, but got " +
+    throw TypeError("For all_to_all_v_c, send_count_matrix must be square matrix, but got " +
                     std::to_string(send_count_matrix.size()) + ".");
   }
   for (int64_t v : send_count_matrix) {
@@ -146,7 +147,7 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
   }
   const int64_t in_row = row_size(input.shape()), out_row = row_size(output.shape());
   if (in_row != out_row) {
-    throw ValueError("The input and output dimensions except 0 must be of equal size, but got " +
+    throw ValueError("For all_to_all_v_c, the input and output dimensions except 0 must be of equal size, but got " +
                      std::to_string(in_row) + " and " + std::to_string(out_row) + ".");
   }
   if (input.dtype() != output.dtype()) {

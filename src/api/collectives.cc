@@ -29,10 +29,6 @@ std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std:
 std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::string_view group,
                                                      bool async_op) {
   auto g = lookup_for_op(group, "all_gather_into_tensor");
-  if (tensor.dim() > 0 && tensor.size(0) < 1) {
-    throw ValueError("For all_gather_into_tensor, input_shape[0] must be at least 1, but got shape " +
-                     detail::shape_str(tensor));
-  }
   Tensor in = tensor.contiguous();
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
   Tensor out = Tensor::empty(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
@@ -97,10 +93,6 @@ Tensor broadcast(const Tensor& tensor, int src, std::string_view group) {
 Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group) {
   auto g = lookup_for_op(group, "gather_into_tensor");
   int root = to_group_rank(*g, dst, "gather_into_tensor", "dst");
-  if (tensor.dim() > 0 && tensor.size(0) < 1) {
-    throw ValueError("For gather_into_tensor, input x_shape[0] must be at least 1, but got shape " +
-                     detail::shape_str(tensor));
-  }
   bool is_root = g->rank() == root;
   Tensor in = tensor.contiguous();
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);

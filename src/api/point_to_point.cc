@@ -59,7 +59,7 @@ std::pair<Tensor, WorkPtr> start_recv(const Shape& shape, DType dtype, int src, 
 P2POp::Kind parse_kind(std::string_view op) {
   if (op == "isend") return P2POp::Kind::ISEND;
   if (op == "irecv") return P2POp::Kind::IRECV;
-  throw ValueError("Expected ``op`` to be of type ``isend`` or ``irecv``, but got " + std::string(op));
+  throw ValueError("For P2POp, expected ``op`` to be of type ``isend`` or ``irecv``, but got " + std::string(op));
 }
 
 }  // namespace
@@ -106,7 +106,7 @@ P2POp::P2POp(std::string_view op, Shape shape, int peer_rank, std::string_view g
 }
 
 std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
-  if (p2p_op_list.empty()) throw TypeError("p2p_op_list can not be empty list.");
+  if (p2p_op_list.empty()) throw TypeError("For batch_isend_irecv, p2p_op_list can not be empty list.");
   std::vector<Tensor> results;
   std::vector<WorkPtr> works;
   std::exception_ptr first_error;

@@ -243,7 +243,7 @@ void create_group(std::string_view group, const std::vector<int>& rank_ids,
   }
   if (auto it = s.groups.find(name); it != s.groups.end()) {
     if (it->second->world_ranks() == rank_ids) return;  // same group again: a no-op
-    throw ValueError("The group " + name + " has been created, the rank_list is " +
+    throw ValueError("For 'create_group', the group " + name + " has been created, the rank_list is " +
                      detail::rank_list(it->second->world_ranks()) +
                      ", but current rank_list for the group is " + detail::rank_list(rank_ids));
   }
@@ -252,7 +252,7 @@ void create_group(std::string_view group, const std::vector<int>& rank_ids,
                      "but got 'rank_ids' size : 0.");
   }
   if (std::set<int>(rank_ids.begin(), rank_ids.end()).size() != rank_ids.size()) {
-    throw ValueError("List rank_ids in Group " + name + " has duplicate data! " + detail::rank_list(rank_ids));
+    throw ValueError("For 'create_group', list rank_ids in Group " + name + " has duplicate data! " + detail::rank_list(rank_ids));
   }
   for (int r : rank_ids) {
     if (r < 0 || r >= s.env.world_size) {
@@ -289,7 +289,7 @@ void destroy_group(std::string_view group) {
     std::lock_guard<std::mutex> lock(s.mu);
     if (!s.initialized) detail::throw_not_initialized("destroy_group");
     if (detail::is_world_name(group) || group == s.world_name) {
-      throw ValueError("The world_group does not support destruction.");
+      throw ValueError("For 'destroy_group', the world_group does not support destruction.");
     }
     auto it = s.groups.find(group);
     if (it == s.groups.end()) {
