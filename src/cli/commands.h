@@ -25,6 +25,10 @@ int run_main(const std::vector<std::string>& args);
 int info_main(const std::vector<std::string>& args);
 std::string info_usage();
 
+// `collie bench` (bench.cc).
+int bench_main(const std::vector<std::string>& args);
+std::string bench_usage();
+
 // The version string (the library's collie::version()).
 const char* tool_version();
 

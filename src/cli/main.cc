@@ -42,6 +42,8 @@ const Command kCommands[] = {
     {"run", "start N ranks of a program on this machine and supervise them", run_main,
      run_usage},
     {"info", "show version, backends and the launch environment", info_main, info_usage},
+    {"bench", "measure collectives over message sizes (optionally against OpenMPI)", bench_main,
+     bench_usage},
     {"help", "show the help of a command", help_main, help_usage},
 };
 

@@ -1,0 +1,110 @@
+#include "bench/bench_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace collie::bench {
+
+const std::vector<std::string>& all_ops() {
+  static const std::vector<std::string> ops = {"all_reduce", "all_gather", "reduce_scatter",
+                                               "broadcast",  "reduce",     "all_to_all",
+                                               "send_recv"};
+  return ops;
+}
+
+size_t parse_size(const std::string& text) {
+  size_t pos = 0;
+  double v = std::stod(text, &pos);
+  std::string suffix = text.substr(pos);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1024;
+  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) throw std::invalid_argument("bad size '" + text + "'");
+  if (!(v > 0)) throw std::invalid_argument("size must be positive: '" + text + "'");
+  return static_cast<size_t>(v * mult);
+}
+
+BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::string>* rest) {
+  BenchConfig c;
+  auto value = [&](size_t& i) -> const std::string& {
+    if (i + 1 >= args.size()) throw std::invalid_argument(args[i] + " needs a value");
+    return args[++i];
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--op") {
+      std::string v = value(i);
+      if (v == "all") {
+        c.ops = all_ops();
+      } else {
+        if (std::find(all_ops().begin(), all_ops().end(), v) == all_ops().end()) {
+          throw std::invalid_argument("unknown op '" + v + "'");
+        }
+        c.ops.push_back(v);
+      }
+    } else if (a == "-b" || a == "--minbytes") {
+      c.min_bytes = parse_size(value(i));
+    } else if (a == "-e" || a == "--maxbytes") {
+      c.max_bytes = parse_size(value(i));
+    } else if (a == "-f" || a == "--stepfactor") {
+      c.factor = std::stod(value(i));
+      if (!(c.factor > 1)) throw std::invalid_argument("-f must be > 1");
+    } else if (a == "--dtype") {
+      c.dtype = value(i);
+    } else if (a == "-w" || a == "--warmup") {
+      c.warmup = std::stoi(value(i));
+    } else if (a == "--iters") {
+      c.iters = std::stoi(value(i));
+    } else if (a == "--cold") {
+      c.cold = true;
+    } else if (a == "--no-check") {
+      c.check = false;
+    } else if (rest != nullptr) {
+      rest->push_back(a);
+    } else {
+      throw std::invalid_argument("unknown option '" + a + "'");
+    }
+  }
+  if (c.ops.empty()) c.ops = {"all_reduce"};
+  if (c.min_bytes > c.max_bytes) throw std::invalid_argument("-b must not exceed -e");
+  return c;
+}
+
+std::vector<std::string> config_args(const BenchConfig& c) {
+  std::vector<std::string> a;
+  for (const std::string& op : c.ops) {
+    a.push_back("--op");
+    a.push_back(op);
+  }
+  a.insert(a.end(), {"-b", std::to_string(c.min_bytes), "-e", std::to_string(c.max_bytes), "-f",
+                     std::to_string(c.factor), "--dtype", c.dtype, "-w", std::to_string(c.warmup),
+                     "--iters", std::to_string(c.iters)});
+  if (c.cold) a.push_back("--cold");
+  if (!c.check) a.push_back("--no-check");
+  return a;
+}
+
+std::vector<size_t> sweep_sizes(const BenchConfig& c) {
+  std::vector<size_t> sizes;
+  for (double s = static_cast<double>(c.min_bytes); s <= static_cast<double>(c.max_bytes) * 1.0000001;
+       s *= c.factor) {
+    sizes.push_back(static_cast<size_t>(std::llround(s)));
+  }
+  return sizes;
+}
+
+double busbw_factor(const std::string& op, int n) {
+  if (op == "all_reduce") return 2.0 * (n - 1) / n;
+  if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") return double(n - 1) / n;
+  return 1.0;  // broadcast, reduce, send_recv
+}
+
+int iterations_for(const BenchConfig& c, size_t bytes) {
+  if (c.iters > 0) return c.iters;
+  double target = 0.2 * 1e9;  // bytes moved per size, at ~1 GB/s about 0.2 s
+  return std::clamp(static_cast<int>(target / std::max<size_t>(bytes, 1)), 5, 1000);
+}
+
+}  // namespace collie::bench

@@ -1,0 +1,47 @@
+// BenchConfig: what a `collie bench` sweep measures (shared by the driver and workers).
+//
+// Sizes follow nccl-tests: -b/-e/-f give the sweep, in bytes of the whole
+// per-rank buffer (all_reduce, broadcast, reduce, send_recv) or of the whole
+// gathered/scattered buffer (all_gather, reduce_scatter, all_to_all).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace collie::bench {
+
+struct BenchConfig {
+  std::vector<std::string> ops;        // all_reduce, all_gather, ...
+  size_t min_bytes = 8;
+  size_t max_bytes = 64u << 20;
+  double factor = 2;
+  std::string dtype = "float32";
+  int warmup = 3;
+  int iters = 0;                       // 0: chosen per size (more for small sizes)
+  bool cold = false;                   // rotate inputs through > 256 MiB (cache-cold)
+  bool check = true;                   // verify every result against the closed form
+};
+
+const std::vector<std::string>& all_ops();
+
+// Parses worker/driver sweep options; unknown options are returned in `rest`.
+// Throws std::invalid_argument with a message for bad values.
+BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::string>* rest);
+
+// The arguments that reproduce `config` (for launching workers).
+std::vector<std::string> config_args(const BenchConfig& config);
+
+// Byte sizes of the sweep.
+std::vector<size_t> sweep_sizes(const BenchConfig& config);
+
+// nccl-tests bus bandwidth factor of `op` on n ranks.
+double busbw_factor(const std::string& op, int n);
+
+// Iterations for a size when config.iters is 0: about 0.2 s of data movement, 5..1000.
+int iterations_for(const BenchConfig& config, size_t bytes);
+
+// Parses "64K", "1M", "256M", "8".
+size_t parse_size(const std::string& text);
+
+}  // namespace collie::bench

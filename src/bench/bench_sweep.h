@@ -1,0 +1,64 @@
+// The measurement loop shared by the collie and MPI bench workers.
+//
+// A worker supplies a Comm with: rank(), size(), barrier(), all_gather_double(v),
+// and prepare(op, bytes, copies) / run(op, copy) / check(op) for the operation
+// under test. For each op and size the loop warms up, then times `iters` calls
+// (a barrier before each, so every call starts together), takes each rank's
+// median, and gathers the ranks' medians to rank 0, which prints one line:
+//   RESULT <op> <bytes> <median_us> <min_us> <max_us> <ok|FAIL|n/a>
+// min/max are over ranks of the per-rank medians.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/bench_config.h"
+
+namespace collie::bench {
+
+template <typename Comm>
+int run_sweep(Comm& comm, const BenchConfig& config) {
+  int failures = 0;
+  for (const std::string& op : config.ops) {
+    for (size_t bytes : sweep_sizes(config)) {
+      // Cold mode rotates through enough inputs to overflow the caches.
+      int copies = config.cold ? static_cast<int>(std::clamp<size_t>((256u << 20) / std::max<size_t>(bytes, 1), 1, 64)) : 1;
+      if (!comm.prepare(op, bytes, copies)) {
+        if (comm.rank() == 0) std::printf("RESULT %s %zu 0 0 0 n/a\n", op.c_str(), bytes);
+        continue;
+      }
+      for (int i = 0; i < config.warmup; ++i) comm.run(op, i % copies);
+      const int iters = iterations_for(config, bytes);
+      std::vector<double> times;
+      times.reserve(static_cast<size_t>(iters));
+      bool ok = true;
+      for (int i = 0; i < iters; ++i) {
+        comm.barrier();
+        auto t0 = std::chrono::steady_clock::now();
+        comm.run(op, i % copies);
+        auto t1 = std::chrono::steady_clock::now();
+        times.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        if (config.check && i == iters - 1) ok = comm.check(op);
+      }
+      std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
+      double median = times[static_cast<size_t>(iters / 2)];
+      std::vector<double> medians = comm.all_gather_double(median);
+      std::vector<double> oks = comm.all_gather_double(ok ? 1.0 : 0.0);
+      bool all_ok = std::all_of(oks.begin(), oks.end(), [](double v) { return v == 1.0; });
+      if (!all_ok) ++failures;
+      if (comm.rank() == 0) {
+        std::sort(medians.begin(), medians.end());
+        std::printf("RESULT %s %zu %.3f %.3f %.3f %s\n", op.c_str(), bytes,
+                    medians[medians.size() / 2], medians.front(), medians.back(),
+                    !config.check ? "n/a" : (all_ok ? "ok" : "FAIL"));
+        std::fflush(stdout);
+      }
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace collie::bench

@@ -1,0 +1,96 @@
+// collie_bench_worker: one rank of a `collie bench` sweep through collie's API.
+// Started by `collie bench` via `collie run`; prints RESULT lines on rank 0.
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/bench_config.h"
+#include "bench/bench_sweep.h"
+#include "collie/collie.h"
+
+namespace collie::bench {
+namespace {
+
+// Inputs hold rank+1 everywhere, so every result has a closed form.
+class CollieComm {
+ public:
+  explicit CollieComm(DType dtype) : dtype_(dtype), rank_(get_rank()), n_(get_group_size()) {}
+  int rank() const { return rank_; }
+  int size() const { return n_; }
+  void barrier() { collie::barrier(); }
+
+  std::vector<double> all_gather_double(double v) {
+    return all_gather_into_tensor(Tensor::full({1}, v, DType::Float64)).first.to_double_vector();
+  }
+
+  bool prepare(const std::string& op, size_t bytes, int copies) {
+    const int64_t es = static_cast<int64_t>(element_size(dtype_));
+    int64_t count = std::max<int64_t>(1, static_cast<int64_t>(bytes) / es);
+    if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") {
+      count = std::max<int64_t>(n_, count / n_ * n_);  // whole buffer divisible by N
+    }
+    Shape shape = {count};
+    if (op == "all_gather") shape = {count / n_};
+    if (op == "reduce_scatter") shape = {n_, count / n_};
+    inputs_.clear();
+    for (int i = 0; i < copies; ++i) inputs_.push_back(Tensor::full(shape, rank_ + 1, dtype_));
+    count_ = count;
+    return true;
+  }
+
+  void run(const std::string& op, int copy) {
+    const Tensor& x = inputs_[static_cast<size_t>(copy)];
+    if (op == "all_reduce") out_ = all_reduce(x).first;
+    else if (op == "all_gather") out_ = all_gather_into_tensor(x).first;
+    else if (op == "reduce_scatter") out_ = reduce_scatter_tensor(x).first;
+    else if (op == "broadcast") out_ = broadcast(x, 0);
+    else if (op == "reduce") out_ = reduce(x, 0);
+    else if (op == "all_to_all") out_ = all_to_all_single_with_output_shape({count_}, x).first;
+    else if (op == "send_recv") {
+      int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
+      out_ = batch_isend_irecv({P2POp("isend", x, next), P2POp("irecv", x, prev)})[1];
+    }
+  }
+
+  bool check(const std::string& op) {
+    const double sum = n_ * (n_ + 1) / 2.0;
+    const int64_t total = out_.numel();
+    auto expect = [&](int64_t i) -> double {
+      if (op == "all_reduce" || op == "reduce_scatter") return sum;
+      if (op == "reduce") return rank_ == 0 ? sum : 0;
+      if (op == "broadcast") return 1;
+      if (op == "all_gather" || op == "all_to_all") return static_cast<double>(i / (total / n_) + 1);
+      return (rank_ + n_ - 1) % n_ + 1;  // send_recv: the previous rank's value
+    };
+    for (int64_t i = 0; i < total; i += std::max<int64_t>(1, total / 1024)) {
+      if (out_.item(i) != expect(i)) return false;
+    }
+    return out_.item(total - 1) == expect(total - 1);
+  }
+
+ private:
+  DType dtype_;
+  int rank_, n_;
+  int64_t count_ = 0;
+  std::vector<Tensor> inputs_;
+  Tensor out_;
+};
+
+}  // namespace
+}  // namespace collie::bench
+
+int main(int argc, char** argv) {
+  try {
+    collie::bench::BenchConfig config =
+        collie::bench::parse_config(std::vector<std::string>(argv + 1, argv + argc), nullptr);
+    collie::init();
+    collie::bench::CollieComm comm(collie::parse_dtype(config.dtype));
+    int rc = collie::bench::run_sweep(comm, config);
+    collie::release();
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collie_bench_worker: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,148 @@
+// collie_bench_mpi: one rank of the same sweep through OpenMPI's own collectives,
+// for `collie bench --compare mpi` (started with mpirun). Buffers are reused
+// between calls, as MPI users do; inputs hold rank+1 so results have closed forms.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/bench_config.h"
+#include "bench/bench_sweep.h"
+
+namespace collie::bench {
+namespace {
+
+struct MpiType {
+  MPI_Datatype type;
+  size_t size;
+};
+
+bool mpi_type_of(const std::string& dtype, MpiType* out) {
+  if (dtype == "float32") *out = {MPI_FLOAT, 4};
+  else if (dtype == "float64") *out = {MPI_DOUBLE, 8};
+  else if (dtype == "int32") *out = {MPI_INT, 4};
+  else if (dtype == "int64") *out = {MPI_LONG_LONG, 8};
+  else if (dtype == "int16") *out = {MPI_SHORT, 2};
+  else if (dtype == "int8") *out = {MPI_SIGNED_CHAR, 1};
+  else if (dtype == "uint8") *out = {MPI_UNSIGNED_CHAR, 1};
+  else return false;  // float16/bfloat16/bool: MPI has no reduction for them
+  return true;
+}
+
+class MpiComm {
+ public:
+  explicit MpiComm(const std::string& dtype) : supported_(mpi_type_of(dtype, &type_)) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &n_);
+  }
+  int rank() const { return rank_; }
+  int size() const { return n_; }
+  void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
+
+  std::vector<double> all_gather_double(double v) {
+    std::vector<double> all(static_cast<size_t>(n_));
+    MPI_Allgather(&v, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    return all;
+  }
+
+  bool prepare(const std::string& op, size_t bytes, int copies) {
+    if (!supported_) return false;
+    count_ = std::max<size_t>(1, bytes / type_.size);
+    if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") {
+      count_ = std::max<size_t>(static_cast<size_t>(n_), count_ / n_ * n_);
+    }
+    size_t in_count = op == "all_gather" ? count_ / n_ : count_;
+    inputs_.assign(static_cast<size_t>(copies), std::vector<unsigned char>(in_count * type_.size));
+    for (auto& buf : inputs_) fill(buf.data(), in_count, rank_ + 1);
+    out_.assign(count_ * type_.size, 0);
+    return true;
+  }
+
+  void run(const std::string& op, int copy) {
+    const void* in = inputs_[static_cast<size_t>(copy)].data();
+    void* out = out_.data();
+    const int c = static_cast<int>(count_), per = static_cast<int>(count_ / n_);
+    if (op == "all_reduce") MPI_Allreduce(in, out, c, type_.type, MPI_SUM, MPI_COMM_WORLD);
+    else if (op == "all_gather") MPI_Allgather(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
+    else if (op == "reduce_scatter") MPI_Reduce_scatter_block(in, out, per, type_.type, MPI_SUM, MPI_COMM_WORLD);
+    else if (op == "broadcast") {
+      if (rank_ == 0) std::memcpy(out, in, count_ * type_.size);
+      MPI_Bcast(out, c, type_.type, 0, MPI_COMM_WORLD);
+    } else if (op == "reduce") MPI_Reduce(in, out, c, type_.type, MPI_SUM, 0, MPI_COMM_WORLD);
+    else if (op == "all_to_all") MPI_Alltoall(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
+    else if (op == "send_recv") {
+      int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
+      MPI_Sendrecv(in, c, type_.type, next, 0, out, c, type_.type, prev, 0, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+    }
+  }
+
+  bool check(const std::string& op) {
+    const double sum = n_ * (n_ + 1) / 2.0;
+    size_t total = op == "reduce_scatter" ? count_ / n_ : count_;
+    auto expect = [&](size_t i) -> double {
+      if (op == "all_reduce" || op == "reduce_scatter") return sum;
+      if (op == "reduce") return rank_ == 0 ? sum : 0;
+      if (op == "broadcast") return 1;
+      if (op == "all_gather" || op == "all_to_all") return static_cast<double>(i / (count_ / n_) + 1);
+      return (rank_ + n_ - 1) % n_ + 1;
+    };
+    if (op == "reduce" && rank_ != 0) return true;  // MPI leaves non-root output untouched
+    for (size_t i = 0; i < total; i += std::max<size_t>(1, total / 1024)) {
+      if (value(i) != expect(i)) return false;
+    }
+    return value(total - 1) == expect(total - 1);
+  }
+
+ private:
+  void fill(unsigned char* p, size_t n, double v) {
+    for (size_t i = 0; i < n; ++i) store(p, i, v);
+  }
+  void store(unsigned char* p, size_t i, double v) {
+    if (type_.type == MPI_FLOAT) reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
+    else if (type_.type == MPI_DOUBLE) reinterpret_cast<double*>(p)[i] = v;
+    else if (type_.type == MPI_INT) reinterpret_cast<int*>(p)[i] = static_cast<int>(v);
+    else if (type_.type == MPI_LONG_LONG) reinterpret_cast<long long*>(p)[i] = static_cast<long long>(v);
+    else if (type_.type == MPI_SHORT) reinterpret_cast<short*>(p)[i] = static_cast<short>(v);
+    else if (type_.type == MPI_SIGNED_CHAR) reinterpret_cast<signed char*>(p)[i] = static_cast<signed char>(v);
+    else reinterpret_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(v);
+  }
+  double value(size_t i) const {
+    const unsigned char* p = out_.data();
+    if (type_.type == MPI_FLOAT) return reinterpret_cast<const float*>(p)[i];
+    if (type_.type == MPI_DOUBLE) return reinterpret_cast<const double*>(p)[i];
+    if (type_.type == MPI_INT) return reinterpret_cast<const int*>(p)[i];
+    if (type_.type == MPI_LONG_LONG) return static_cast<double>(reinterpret_cast<const long long*>(p)[i]);
+    if (type_.type == MPI_SHORT) return reinterpret_cast<const short*>(p)[i];
+    if (type_.type == MPI_SIGNED_CHAR) return reinterpret_cast<const signed char*>(p)[i];
+    return p[i];
+  }
+
+  bool supported_;
+  MpiType type_{MPI_FLOAT, 4};
+  int rank_ = 0, n_ = 1;
+  size_t count_ = 0;
+  std::vector<std::vector<unsigned char>> inputs_;
+  std::vector<unsigned char> out_;
+};
+
+}  // namespace
+}  // namespace collie::bench
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rc = 1;
+  try {
+    collie::bench::BenchConfig config =
+        collie::bench::parse_config(std::vector<std::string>(argv + 1, argv + argc), nullptr);
+    collie::bench::MpiComm comm(config.dtype);
+    rc = collie::bench::run_sweep(comm, config);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collie_bench_mpi: %s\n", e.what());
+  }
+  MPI_Finalize();
+  return rc;
+}

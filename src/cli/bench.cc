@@ -1,0 +1,287 @@
+// `collie bench`: nccl-tests-style sweeps of collie's collectives, optionally side
+// by side with OpenMPI's own collectives in the same run.
+//
+// The driver launches the worker (bin/collie_bench_worker) through `collie run`,
+// and with --compare mpi the MPI worker (bin/collie_bench_mpi) through mpirun,
+// one op at a time, alternating, so both see the same machine state. Workers print
+// RESULT lines (src/bench/bench_sweep.h); the driver turns them into the table,
+// JSON/CSV files and a gnuplot plot.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/bench_config.h"
+#include "cli/commands.h"
+
+namespace collie::cli {
+namespace {
+
+using bench::BenchConfig;
+
+struct Options {
+  BenchConfig config;
+  int ranks = 2;
+  bool compare_mpi = false;
+  std::string json, csv, plot;
+};
+
+struct Row {
+  std::string op;
+  size_t bytes = 0;
+  double median_us = 0, min_us = 0, max_us = 0;
+  std::string check;
+};
+
+Options parse(const std::vector<std::string>& args) {
+  Options o;
+  std::vector<std::string> rest;
+  o.config = bench::parse_config(args, &rest);
+  for (size_t i = 0; i < rest.size(); ++i) {
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= rest.size()) throw std::invalid_argument(rest[i] + " needs a value");
+      return rest[++i];
+    };
+    const std::string& a = rest[i];
+    if (a == "-n" || a == "-np") o.ranks = std::stoi(value());
+    else if (a == "--compare") {
+      if (value() != "mpi") throw std::invalid_argument("--compare supports only 'mpi'");
+      o.compare_mpi = true;
+    } else if (a == "--json") o.json = value();
+    else if (a == "--csv") o.csv = value();
+    else if (a == "--plot") o.plot = value();
+    else throw std::invalid_argument("unknown option '" + a + "'");
+  }
+  if (o.ranks < 1) throw std::invalid_argument("-n must be at least 1");
+  return o;
+}
+
+std::string self_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `command`, returns the RESULT rows it printed; worker output other than
+// RESULT lines goes to stderr so failures stay visible.
+std::vector<Row> run_worker(const std::string& command, bool* failed) {
+  std::vector<Row> rows;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) throw std::runtime_error("cannot run: " + command);
+  char line[1024];
+  while (std::fgets(line, sizeof(line), p) != nullptr) {
+    std::istringstream in(line);
+    std::string tag;
+    Row r;
+    if (in >> tag && tag == "RESULT" && in >> r.op >> r.bytes >> r.median_us >> r.min_us >> r.max_us >> r.check) {
+      rows.push_back(r);
+    } else {
+      std::fputs(line, stderr);
+    }
+  }
+  int status = pclose(p);
+  if (status != 0) *failed = true;
+  return rows;
+}
+
+double memcpy_gbps() {
+  const size_t bytes = 64u << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  std::vector<double> t;
+  for (int i = 0; i < 7; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    a[static_cast<size_t>(i)] = b[bytes - 1 - static_cast<size_t>(i)];  // keep the copies observable
+  }
+  std::sort(t.begin(), t.end());
+  return static_cast<double>(bytes) / t[t.size() / 2] / 1e9;
+}
+
+std::string human(size_t bytes) {
+  const char* units[] = {"B", "K", "M", "G"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 3 && static_cast<size_t>(v) % 1024 == 0) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g%s", v, units[u]);
+  return buf;
+}
+
+void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
+                   const std::map<std::pair<std::string, size_t>, Row>& mpi, double memcpy_bw) {
+  auto busbw = [&](const Row& r) {
+    return r.median_us > 0 ? r.bytes / (r.median_us * 1e3) * bench::busbw_factor(r.op, o.ranks) : 0.0;
+  };
+  if (!o.csv.empty()) {
+    std::ofstream f(o.csv);
+    f << "op,bytes,ranks,dtype,collie_us,collie_min_us,collie_max_us,collie_busbw_gbps,check,mpi_us,mpi_busbw_gbps,speedup\n";
+    for (const Row& r : collie_rows) {
+      auto it = mpi.find({r.op, r.bytes});
+      f << r.op << "," << r.bytes << "," << o.ranks << "," << o.config.dtype << "," << r.median_us << ","
+        << r.min_us << "," << r.max_us << "," << busbw(r) << "," << r.check;
+      if (it != mpi.end() && it->second.median_us > 0) {
+        f << "," << it->second.median_us << "," << busbw(it->second) << ","
+          << it->second.median_us / r.median_us;
+      } else {
+        f << ",,,";
+      }
+      f << "\n";
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype << "\", \"memcpy_gbps\": " << memcpy_bw
+      << ", \"results\": [\n";
+    for (size_t i = 0; i < collie_rows.size(); ++i) {
+      const Row& r = collie_rows[i];
+      auto it = mpi.find({r.op, r.bytes});
+      f << "  {\"op\": \"" << r.op << "\", \"bytes\": " << r.bytes << ", \"collie_us\": " << r.median_us
+        << ", \"collie_min_us\": " << r.min_us << ", \"collie_max_us\": " << r.max_us
+        << ", \"collie_busbw_gbps\": " << busbw(r) << ", \"check\": \"" << r.check << "\"";
+      if (it != mpi.end() && it->second.median_us > 0) {
+        f << ", \"mpi_us\": " << it->second.median_us << ", \"mpi_busbw_gbps\": " << busbw(it->second)
+          << ", \"speedup\": " << it->second.median_us / r.median_us;
+      }
+      f << "}" << (i + 1 < collie_rows.size() ? "," : "") << "\n";
+    }
+    f << "]}\n";
+  }
+  if (!o.plot.empty()) {
+    std::string data = o.plot + ".dat";
+    std::ofstream d(data);
+    std::vector<std::string> ops;
+    for (const Row& r : collie_rows) {
+      if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
+    }
+    for (const std::string& op : ops) {  // one gnuplot data block per op
+      d << "# " << op << "\n";
+      for (const Row& r : collie_rows) {
+        if (r.op != op) continue;
+        auto it = mpi.find({r.op, r.bytes});
+        d << r.bytes << " " << busbw(r) << " " << (it != mpi.end() ? busbw(it->second) : 0) << "\n";
+      }
+      d << "\n\n";
+    }
+    d.close();
+    std::string script = o.plot + ".gp";
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 1000,650\nset output " << quote(o.plot) << "\n"
+      << "set logscale x 2\nset xlabel 'bytes'\nset ylabel 'busbw (GB/s)'\nset key left top\n"
+      << "set title 'collie vs OpenMPI, " << o.ranks << " ranks, " << o.config.dtype
+      << " (memcpy " << memcpy_bw << " GB/s)'\nplot ";
+    for (size_t i = 0; i < ops.size(); ++i) {
+      g << (i ? ", " : "") << quote(data) << " index " << i << " using 1:2 with linespoints title 'collie "
+        << ops[i] << "'";
+      if (o.compare_mpi) {
+        g << ", " << quote(data) << " index " << i << " using 1:3 with linespoints dashtype 2 title 'OpenMPI "
+          << ops[i] << "'";
+      }
+    }
+    g << "\n";
+    g.close();
+    if (std::system(("gnuplot " + quote(script)).c_str()) != 0) {
+      std::fprintf(stderr, "collie bench: gnuplot failed or is not installed (apt-get install gnuplot-nox); data in %s\n",
+                   data.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+std::string bench_usage() {
+  return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
+         "                    [-w WARMUP] [--iters N] [--cold] [--no-check] [--compare mpi]\n"
+         "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
+         "\n"
+         "Sweeps message sizes from MIN to MAX (bytes; K/M/G suffixes) by FACTOR and prints,\n"
+         "per size, the median time over ranks (and min/max), algbw and busbw (nccl-tests\n"
+         "factors) and whether every result was correct. OPs: all_reduce, all_gather,\n"
+         "reduce_scatter, broadcast, reduce, all_to_all, send_recv, or all.\n"
+         "--compare mpi runs the same sweep through OpenMPI's own collectives (mpirun),\n"
+         "alternating per op, and prints the speed-up (MPI time / collie time).\n"
+         "--cold rotates inputs through more memory than the caches hold.\n"
+         "Defaults: -n 2 --op all_reduce -b 8 -e 64M -f 2 --dtype float32 -w 3.\n";
+}
+
+int bench_main(const std::vector<std::string>& args) {
+  Options o;
+  try {
+    o = parse(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collie bench: %s\n%s", e.what(), bench_usage().c_str());
+    return 2;
+  }
+  const std::string dir = self_dir();
+  const double memcpy_bw = memcpy_gbps();
+  std::printf("# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB)\n", o.ranks,
+              o.config.dtype.c_str(), memcpy_bw);
+  std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
+              "algbw", "busbw", "check");
+  if (o.compare_mpi) std::printf(" %11s %9s %8s", "mpi_us", "mpi_busbw", "speedup");
+  std::printf("\n");
+  bool failed = false;
+  std::vector<Row> collie_rows;
+  std::map<std::pair<std::string, size_t>, Row> mpi;
+  for (const std::string& op : o.config.ops) {
+    BenchConfig one = o.config;
+    one.ops = {op};
+    std::string worker_args;
+    for (const std::string& a : bench::config_args(one)) worker_args += " " + quote(a);
+    bool worker_failed = false;
+    auto rows = run_worker(quote(dir + "/collie") + " run -n " + std::to_string(o.ranks) + " -- " +
+                               quote(dir + "/collie_bench_worker") + worker_args,
+                           &worker_failed);
+    if (o.compare_mpi) {
+      std::string mpirun = "mpirun --oversubscribe " + std::string(geteuid() == 0 ? "--allow-run-as-root " : "") +
+                           "-np " + std::to_string(o.ranks) + " " + quote(dir + "/collie_bench_mpi") + worker_args;
+      bool mpi_failed = false;
+      for (const Row& r : run_worker(mpirun, &mpi_failed)) mpi[{r.op, r.bytes}] = r;
+      if (mpi_failed) std::fprintf(stderr, "collie bench: the MPI run of %s failed\n", op.c_str());
+    }
+    failed |= worker_failed;
+    for (const Row& r : rows) {
+      double algbw = r.median_us > 0 ? r.bytes / (r.median_us * 1e3) : 0;
+      std::printf("  %-14s %8s %11.2f %11.2f %11.2f %9.3f %9.3f %6s", r.op.c_str(), human(r.bytes).c_str(),
+                  r.median_us, r.min_us, r.max_us, algbw, algbw * bench::busbw_factor(r.op, o.ranks),
+                  r.check.c_str());
+      if (o.compare_mpi) {
+        auto it = mpi.find({r.op, r.bytes});
+        if (it != mpi.end() && it->second.median_us > 0) {
+          double mbw = r.bytes / (it->second.median_us * 1e3) * bench::busbw_factor(r.op, o.ranks);
+          std::printf(" %11.2f %9.3f %7.2fx", it->second.median_us, mbw, it->second.median_us / r.median_us);
+        } else {
+          std::printf(" %11s %9s %8s", "n/a", "n/a", "n/a");
+        }
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+      if (r.check == "FAIL") failed = true;
+      collie_rows.push_back(r);
+    }
+  }
+  write_outputs(o, collie_rows, mpi, memcpy_bw);
+  if (failed) std::fprintf(stderr, "collie bench: a run failed or a result was wrong\n");
+  return failed ? 1 : 0;
+}
+
+}  // namespace collie::cli
