@@ -319,6 +319,7 @@ void mark_finalizing() { g_finalizing.store(true); }
 
 bool is_tensor_like(py::handle obj) {
   if (py::isinstance<py::array>(obj) || py::isinstance<Tensor>(obj)) return true;
+  if (PyType_Check(obj.ptr())) return false;  // numpy.ndarray itself has a __dlpack__ attribute
   if (py::isinstance(obj, numpy().attr("generic"))) return true;
   if (py::hasattr(obj, "__dlpack__")) return true;
   return PyObject_CheckBuffer(obj.ptr()) != 0;
@@ -334,7 +335,7 @@ Tensor to_tensor(py::handle obj, Access access, const char* what) {
   }
   if (py::isinstance<py::array>(obj)) return from_numpy(py::reinterpret_borrow<py::array>(obj), access, what);
   const bool scalar = py::isinstance(obj, numpy().attr("generic"));
-  if (!scalar && py::hasattr(obj, "__dlpack__")) return from_dlpack(obj, access, what);
+  if (!scalar && !PyType_Check(obj.ptr()) && py::hasattr(obj, "__dlpack__")) return from_dlpack(obj, access, what);
   if (scalar || PyObject_CheckBuffer(obj.ptr())) {
     if (scalar && access == Access::Write) {
       throw collie::ValueError(std::string("The ") + what + " is written in place; a numpy scalar is immutable");

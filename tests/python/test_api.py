@@ -233,6 +233,7 @@ X = np.ones([2, 2], np.float32)
 @pytest.mark.parametrize("call,exc,match", [
     (lambda: cf.all_reduce([1, 2]), TypeError, "^For all_reduce, the input tensor must be tensor$"),
     (lambda: cf.all_reduce(3.0), TypeError, "For all_reduce, the input tensor must be tensor"),
+    (lambda: cf.all_reduce(np.ndarray), TypeError, "For all_reduce, the input tensor must be tensor"),
     (lambda: cf.all_reduce(X, 5), TypeError, "^For all_reduce, the input op type must be str$"),
     (lambda: cf.all_reduce(X, "avg"), TypeError, "For all_reduce, the input op value must be one of sum, prod, min, max"),
     (lambda: cf.all_reduce(X, "SUM"), TypeError, "op value"),

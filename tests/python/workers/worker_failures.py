@@ -22,7 +22,7 @@ from wutil import raises, run_sections, same  # noqa: E402
 
 def timeout_section(rank, size):
     """A peer that never arrives: TimeoutError (builtin) after the group's deadline."""
-    comm.create_group("late", [0, 1], comm.GroupOptions(timeout_seconds=1.0))
+    comm.create_group("late", [0, 1], comm.GroupOptions(timeout_seconds=1.5))
     if rank == 0:
         start = time.monotonic()
         e = raises(TimeoutError, cf.all_reduce, np.ones([4]), group="late")
@@ -33,7 +33,7 @@ def timeout_section(rank, size):
 
 def async_timeout_section(rank, size):
     """The same through an async handle: wait() raises, every time."""
-    comm.create_group("late_async", [0, 1], comm.GroupOptions(timeout_seconds=1.0))
+    comm.create_group("late_async", [0, 1], comm.GroupOptions(timeout_seconds=1.5))
     if rank == 0:
         _, h = cf.all_gather_into_tensor(np.ones([2]), group="late_async", async_op=True)
         raises(TimeoutError, h.wait)
@@ -90,7 +90,7 @@ def interrupt_section(rank, size):
         h.wait()
         same(out, np.array([1.0]), "message after the interrupted wait")
     else:
-        time.sleep(1.0)
+        time.sleep(2.0)  # rank 0's two 0.2 s alarms fire well before
         cf.send(np.ones([1]), 0, tag=11)
         out, _ = cf.all_reduce(np.ones([3]))  # matches rank 0's interrupted (still running) one
         same(out, np.full([3], 2.0), "all_reduce whose partner was interrupted")
