@@ -141,15 +141,19 @@ def _check_op(op, func, value_error):
         raise value_error(f"For {func}, the input op value must be one of sum, prod, min, max, but got {op!r}")
 
 
-def _p2p_group(group, func):
-    """Group of send/recv/isend/irecv: KeyError for a group never created (as MindSpore)."""
+def _p2p_group(group, func, peer, what):
+    """Group of send/recv/isend/irecv, checked as MindSpore's rank cache does: KeyError for
+    a group never created and for a peer (world rank) that is not a member of it."""
     group = _group(group, func)
-    if not _is_world(group) and _collie.is_initialized():
-        try:
-            _collie.get_process_group_ranks(group)
-        except RuntimeError:
-            raise KeyError(f"For {func}, the argument 'group' {group!r} is not found: "
-                           f"create it with create_group() first") from None
+    if not _collie.is_initialized():
+        return group  # the operation raises "not initialised"
+    try:
+        ranks = _collie.get_process_group_ranks(group)
+    except RuntimeError:
+        raise KeyError(f"For {func}, the argument 'group' {group!r} is not found: "
+                       f"create it with create_group() first") from None
+    if peer not in ranks:
+        raise KeyError(f"For {func}, {what} {peer} is not a member of group {group!r} {ranks} (ranks are world ranks)")
     return group
 
 
@@ -357,7 +361,7 @@ def send(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         raise TypeError("For send, the input tensor must be tensor")
     _check_rank_arg(dst, "send", "dst")
     _check_tag(tag, "send")
-    group = _p2p_group(group, "send")
+    group = _p2p_group(group, "send", dst, "dst")
     _collie.send(tensor, dst, group, tag)
 
 
@@ -378,7 +382,7 @@ def recv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         raise TypeError("For recv, the input tensor must be tensor")
     _check_rank_arg(src, "recv", "src")
     _check_tag(tag, "recv")
-    group = _p2p_group(group, "recv")
+    group = _p2p_group(group, "recv", src, "src")
     return _collie.recv(tensor, src, group, tag)
 
 
@@ -395,7 +399,7 @@ def isend(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         raise TypeError("For isend, the input tensor must be tensor")
     _check_rank_arg(dst, "isend", "dst")
     _check_tag(tag, "isend")
-    group = _p2p_group(group, "isend")
+    group = _p2p_group(group, "isend", dst, "dst")
     return CommHandle(_collie.isend(tensor, dst, group, tag))
 
 
@@ -414,7 +418,7 @@ def irecv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         raise IrecvTypeError("For irecv, the input tensor must be tensor")
     _check_rank_arg(src, "irecv", "src")
     _check_tag(tag, "irecv")
-    group = _p2p_group(group, "irecv")
+    group = _p2p_group(group, "irecv", src, "src")
     output, handle = _collie.irecv(tensor, src, group, tag)
     return output, CommHandle(handle)
 
