@@ -41,8 +41,10 @@ std::string shape_to_string(const Shape& shape);
 // Bytes a tensor points into. Owned storage is 64-byte aligned.
 class Storage {
  public:
-  // Allocates `nbytes` zero-initialised bytes.
-  explicit Storage(size_t nbytes);
+  // Allocates `nbytes` bytes, zero-initialised unless `zero` is false. Large
+  // blocks come from (and return to) a small cache, so that repeated collectives
+  // on big tensors do not fault in fresh pages every call.
+  explicit Storage(size_t nbytes, bool zero = true);
   // Wraps caller memory; `deleter` (may be empty) runs when the last user goes away.
   Storage(void* data, size_t nbytes, std::function<void(void*)> deleter);
   ~Storage();
@@ -56,6 +58,7 @@ class Storage {
  private:
   void* data_ = nullptr;
   size_t nbytes_ = 0;
+  size_t capacity_ = 0;  // bytes actually allocated (owned storage)
   bool owned_ = false;
   std::function<void(void*)> deleter_;
 };
@@ -68,6 +71,8 @@ class Tensor {
   // ---- factories (all return owning, contiguous tensors) ----
   static Tensor empty(const Shape& shape, DType dtype = DType::Float32);  // zero-filled
   static Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
+  // Contents unspecified: for outputs that are about to be overwritten entirely.
+  static Tensor uninitialized(const Shape& shape, DType dtype = DType::Float32);
   static Tensor ones(const Shape& shape, DType dtype = DType::Float32);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
   // 0-d tensor holding `value`.

@@ -92,7 +92,7 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
     total_recv += static_cast<int64_t>(recv[i]);
   }
   Tensor in = Tensor::cat(flat);
-  Tensor out = Tensor::empty({total_recv}, dtype);
+  Tensor out = Tensor::uninitialized({total_recv}, dtype);
   WorkPtr w = launch(*g, in, send, out, recv, !async_op);
   std::vector<Tensor> outputs;
   int64_t offset = 0;
@@ -129,7 +129,7 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
     recv[i] = static_cast<size_t>(out_split[i] * out_row);
   }
   Tensor in = tensor.contiguous();
-  Tensor out = Tensor::empty(output_shape, tensor.dtype());
+  Tensor out = Tensor::uninitialized(output_shape, tensor.dtype());
   return detail::finish(out, launch(*g, in, send, out, recv, !async_op), async_op);
 }
 

@@ -48,7 +48,7 @@ std::pair<Tensor, WorkPtr> start_recv(const Shape& shape, DType dtype, int src, 
                                       int tag, const char* op, bool blocking) {
   auto g = detail::lookup_for_op(group, op);
   int peer = peer_rank(*g, src, op, "src");
-  Tensor out = Tensor::empty(shape, dtype);
+  Tensor out = Tensor::uninitialized(shape, dtype);
   WorkPtr w = g->submit(p2p_info(OpKind::Recv, out, peer, tag, blocking), {out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.recv(work, out.data_ptr(), static_cast<size_t>(out.numel()), dtype, peer, tag);

@@ -1,26 +1,20 @@
-// Storage: owned 64-byte aligned zeroed memory, or a view on caller memory.
+// Storage: owned 64-byte aligned memory (zeroed unless asked otherwise), or a view
+// on caller memory.
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "collie/tensor.h"
+#include "core/block_cache.h"
 
 namespace collie {
 
-namespace {
-
-// 64 bytes: a cache line, and enough for any SIMD load the kernels may use.
-constexpr size_t kAlignment = 64;
-
-}  // namespace
-
-Storage::Storage(size_t nbytes) : nbytes_(nbytes), owned_(true) {
-  // aligned_alloc needs a size that is a multiple of the alignment. Empty storage
-  // still gets one block so that data() is never null (memcpy(null, ..., 0) is UB).
-  const size_t padded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  data_ = std::aligned_alloc(kAlignment, padded == 0 ? kAlignment : padded);
+Storage::Storage(size_t nbytes, bool zero) : nbytes_(nbytes), owned_(true) {
+  // Empty storage still gets a block so that data() is never null
+  // (memcpy(null, ..., 0) is UB). cached_alloc rounds to the alignment.
+  data_ = detail::cached_alloc(nbytes, &capacity_);
   if (data_ == nullptr) throw std::bad_alloc();
-  std::memset(data_, 0, nbytes);
+  if (zero) std::memset(data_, 0, nbytes);
 }
 
 Storage::Storage(void* data, size_t nbytes, std::function<void(void*)> deleter)
@@ -28,7 +22,7 @@ Storage::Storage(void* data, size_t nbytes, std::function<void(void*)> deleter)
 
 Storage::~Storage() {
   if (owned_) {
-    std::free(data_);
+    detail::cached_free(data_, capacity_);
   } else if (deleter_) {
     deleter_(data_);
   }

@@ -120,6 +120,17 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   return t;
 }
 
+Tensor Tensor::uninitialized(const Shape& shape, DType dtype) {
+  check_shape(shape);
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.storage_ = std::make_shared<Storage>(
+      static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype), /*zero=*/false);
+  return t;
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype) { return empty(shape, dtype); }
 
 Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
