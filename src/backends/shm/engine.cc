@@ -1,6 +1,7 @@
 #include "backends/shm/engine.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "backends/shm/futex.h"
@@ -41,8 +42,11 @@ ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
            [this] { pending_.fetch_sub(1, std::memory_order_acq_rel); }) {
   // Spinning only pays when every rank has a core to itself; on an oversubscribed
   // machine it steals the time the peer needs to make progress.
+  // COLLIE_SPIN_US overrides the choice (0 = always sleep at once).
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (static_cast<unsigned>(world_->size()) <= cores) spin_budget_ = std::chrono::microseconds(200);
+  long spin_us = static_cast<unsigned>(world_->size()) <= cores ? 200 : 0;
+  if (const char* v = std::getenv("COLLIE_SPIN_US"); v != nullptr && *v != '\0') spin_us = std::atol(v);
+  spin_budget_ = std::chrono::microseconds(std::max(0L, spin_us));
   groups_.push_back(world_.get());
   thread_ = std::thread([this] { run(); });
 }
