@@ -51,11 +51,11 @@ std::string world_group_name();
 // The backend in use ("shm"), or "" before init().
 std::string backend_name();
 
-// Rank of this process in `group`. Before init(): RANK_ID/COLLIE_RANK/RANK from the
+// Rank of this process in `group`. Before init(): COLLIE_RANK/RANK_ID/RANK from the
 // environment, else 0 (as MindSpore). Errors: RuntimeError if this rank is not in `group`
 // or the group does not exist.
 int get_rank(std::string_view group = WORLD);
-// Number of ranks in `group`. Before init(): RANK_SIZE/COLLIE_WORLD_SIZE/WORLD_SIZE, else 1.
+// Number of ranks in `group`. Before init(): COLLIE_WORLD_SIZE/RANK_SIZE/WORLD_SIZE, else 1.
 int get_group_size(std::string_view group = WORLD);
 // Rank among the members of `group` that run on this host.
 int get_local_rank(std::string_view group = WORLD);

@@ -107,6 +107,12 @@ P2POp::P2POp(std::string_view op, Shape shape, int peer_rank, std::string_view g
 
 std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
   if (p2p_op_list.empty()) throw TypeError("For batch_isend_irecv, p2p_op_list can not be empty list.");
+  // Check every op before starting any: a bad op in the middle must not leave
+  // earlier receives waiting for messages that will never come.
+  for (const P2POp& op : p2p_op_list) {
+    auto g = detail::lookup_for_op(op.group, "batch_isend_irecv");
+    peer_rank(*g, op.peer, "batch_isend_irecv", op.kind == P2POp::Kind::ISEND ? "dst" : "src");
+  }
   std::vector<Tensor> results;
   std::vector<WorkPtr> works;
   std::exception_ptr first_error;

@@ -179,17 +179,17 @@ std::shared_ptr<detail::Group> member_group(std::string_view group, const char* 
 }  // namespace
 
 int get_rank(std::string_view group) {
-  if (!is_initialized()) return env_int_or({"RANK_ID", "COLLIE_RANK", "RANK"}, 0);
+  if (!is_initialized()) return env_int_or({"COLLIE_RANK", "RANK_ID", "RANK"}, 0);
   return member_group(group, "get_rank")->rank();
 }
 
 int get_group_size(std::string_view group) {
-  if (!is_initialized()) return env_int_or({"RANK_SIZE", "COLLIE_WORLD_SIZE", "WORLD_SIZE"}, 1);
+  if (!is_initialized()) return env_int_or({"COLLIE_WORLD_SIZE", "RANK_SIZE", "WORLD_SIZE"}, 1);
   return detail::require_group(group, "get_group_size")->size();
 }
 
 int get_local_rank(std::string_view group) {
-  if (!is_initialized()) return env_int_or({"LOCAL_RANK", "COLLIE_LOCAL_RANK"}, 0);
+  if (!is_initialized()) return env_int_or({"COLLIE_LOCAL_RANK", "LOCAL_RANK"}, 0);
   auto g = member_group(group, "get_local_rank");
   const detail::LaunchEnv& env = runtime_state().env;
   int mine = detail::node_of(env, env.rank), local = 0;
@@ -200,7 +200,7 @@ int get_local_rank(std::string_view group) {
 }
 
 int get_local_rank_size(std::string_view group) {
-  if (!is_initialized()) return env_int_or({"LOCAL_RANK_SIZE", "COLLIE_LOCAL_WORLD_SIZE", "LOCAL_WORLD_SIZE"}, 1);
+  if (!is_initialized()) return env_int_or({"COLLIE_LOCAL_WORLD_SIZE", "LOCAL_RANK_SIZE", "LOCAL_WORLD_SIZE"}, 1);
   auto g = detail::require_group(group, "get_local_rank_size");
   const detail::LaunchEnv& env = runtime_state().env;
   int mine = detail::node_of(env, env.rank);
