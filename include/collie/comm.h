@@ -103,10 +103,10 @@ struct P2POp {
         DType recv_dtype);
 
   Kind kind;
-  Tensor tensor;         // isend: the data; irecv: a template (empty when by shape)
-  Shape recv_shape;      // irecv: the shape to receive
-  DType recv_dtype;      // irecv: the dtype to receive
-  int peer;              // world rank
+  Tensor tensor;     // isend: the data; irecv: a template (empty when by shape)
+  Shape recv_shape;  // irecv: the shape to receive
+  DType recv_dtype;  // irecv: the dtype to receive
+  int peer;          // world rank
   std::string group;
   int tag;
 };

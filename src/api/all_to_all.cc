@@ -6,9 +6,9 @@
 
 namespace collie {
 
+using collie::WorkPtr;
 using detail::Backend;
 using detail::OpKind;
-using collie::WorkPtr;
 
 namespace {
 
@@ -42,7 +42,9 @@ std::vector<int64_t> split_sizes(const std::vector<int64_t>& given, int64_t rows
   }
   int64_t sum = 0;
   for (int64_t v : given) {
-    if (v < 0) throw ValueError(std::string("all_to_all_single_with_output_shape: negative ") + which + "_split_sizes " + list_str(given));
+    if (v < 0)
+      throw ValueError(std::string("all_to_all_single_with_output_shape: negative ") + which +
+                       "_split_sizes " + list_str(given));
     sum += v;
   }
   if (sum != rows) {
@@ -78,8 +80,9 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
   DType dtype = input_tensor_list[0].dtype();
   for (const Tensor& t : input_tensor_list) {
     if (t.dtype() != dtype) {
-      throw TypeError("For all_to_all_with_output_shape, all_to_all input dtype must be the same, but got " + std::string(dtype_name(dtype)) +
-                      " and " + std::string(dtype_name(t.dtype())) + ".");
+      throw TypeError(
+          "For all_to_all_with_output_shape, all_to_all input dtype must be the same, but got " +
+          std::string(dtype_name(dtype)) + " and " + std::string(dtype_name(t.dtype())) + ".");
     }
   }
   std::vector<Tensor> flat;
@@ -114,10 +117,12 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
   auto g = detail::lookup_for_op(group, "all_to_all_single_with_output_shape");
   const int n = g->size();
   if (tensor.dim() == 0) {
-    throw ValueError("For all_to_all_single_with_output_shape, the input must have at least one dimension");
+    throw ValueError(
+        "For all_to_all_single_with_output_shape, the input must have at least one dimension");
   }
   if (output_shape.empty()) {
-    throw ValueError("For all_to_all_single_with_output_shape, output_shape must have at least one dimension");
+    throw ValueError(
+        "For all_to_all_single_with_output_shape, output_shape must have at least one dimension");
   }
   // Sizes of what is sent come from the input tensor itself (not from output_shape).
   auto in_split = split_sizes(input_split_sizes, tensor.size(0), n, "input");
@@ -143,12 +148,16 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
                     std::to_string(send_count_matrix.size()) + ".");
   }
   for (int64_t v : send_count_matrix) {
-    if (v < 0) throw ValueError("all_to_all_v_c: send_count_matrix has a negative count " + std::to_string(v));
+    if (v < 0)
+      throw ValueError("all_to_all_v_c: send_count_matrix has a negative count " +
+                       std::to_string(v));
   }
   const int64_t in_row = row_size(input.shape()), out_row = row_size(output.shape());
   if (in_row != out_row) {
-    throw ValueError("For all_to_all_v_c, the input and output dimensions except 0 must be of equal size, but got " +
-                     std::to_string(in_row) + " and " + std::to_string(out_row) + ".");
+    throw ValueError(
+        "For all_to_all_v_c, the input and output dimensions except 0 must be of equal size, but "
+        "got " +
+        std::to_string(in_row) + " and " + std::to_string(out_row) + ".");
   }
   if (input.dtype() != output.dtype()) {
     throw ValueError("all_to_all_v_c: input dtype " + std::string(dtype_name(input.dtype())) +
@@ -169,9 +178,10 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
   const int64_t have_in = input.dim() == 0 ? 1 : input.size(0);
   const int64_t have_out = output.dim() == 0 ? 1 : output.size(0);
   if (rows_in > have_in || rows_out > have_out) {
-    throw ValueError("all_to_all_v_c: rank " + std::to_string(me) + " sends " + std::to_string(rows_in) +
-                     " rows (input has " + std::to_string(have_in) + ") and receives " +
-                     std::to_string(rows_out) + " rows (output has " + std::to_string(have_out) + ")");
+    throw ValueError("all_to_all_v_c: rank " + std::to_string(me) + " sends " +
+                     std::to_string(rows_in) + " rows (input has " + std::to_string(have_in) +
+                     ") and receives " + std::to_string(rows_out) + " rows (output has " +
+                     std::to_string(have_out) + ")");
   }
   Tensor in = input.contiguous();
   WorkPtr w = launch(*g, in, send, output, recv, !async_op);

@@ -5,13 +5,13 @@
 
 namespace collie {
 
+using collie::WorkPtr;
 using detail::Backend;
 using detail::finish;
 using detail::lookup_for_op;
 using detail::op_info;
 using detail::OpKind;
 using detail::to_group_rank;
-using collie::WorkPtr;
 
 std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std::string_view group,
                                          bool async_op) {
@@ -31,7 +31,8 @@ std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::
   auto g = lookup_for_op(group, "all_gather_into_tensor");
   Tensor in = tensor.contiguous();
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
-  Tensor out = Tensor::uninitialized(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
+  Tensor out =
+      Tensor::uninitialized(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::AllGather, in, n, ReduceOp::SUM, -1, !async_op), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -47,12 +48,14 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
     throw ValueError("For reduce_scatter_tensor, the shape size of 'input_shape' can not be 0.");
   }
   if (tensor.size(0) % g->size() != 0) {
-    throw ValueError("For reduce_scatter_tensor, the first dimension for 'input_shape' must be "
-                     "divided by 'rank_size', but got input_shape[0]: " +
-                     std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
+    throw ValueError(
+        "For reduce_scatter_tensor, the first dimension for 'input_shape' must be "
+        "divided by 'rank_size', but got input_shape[0]: " +
+        std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
   }
   Tensor in = tensor.contiguous();
-  Tensor out = Tensor::uninitialized(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
+  Tensor out = Tensor::uninitialized(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()),
+                                     tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
   WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op, -1, !async_op), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -67,7 +70,8 @@ Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group
   bool is_root = g->rank() == root;
   Tensor in = tensor.contiguous();
   // comm_func.reduce gives non-destination ranks a shape-[1] placeholder.
-  Tensor out = is_root ? Tensor::uninitialized(tensor.shape(), tensor.dtype()) : Tensor::zeros({1}, tensor.dtype());
+  Tensor out = is_root ? Tensor::uninitialized(tensor.shape(), tensor.dtype())
+                       : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root, true), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -96,7 +100,8 @@ Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group)
   bool is_root = g->rank() == root;
   Tensor in = tensor.contiguous();
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
-  Tensor out = is_root ? Tensor::uninitialized(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype())
+  Tensor out = is_root ? Tensor::uninitialized(detail::with_rows(tensor.shape(), rows * g->size()),
+                                               tensor.dtype())
                        : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root, true), {in, out},
@@ -112,12 +117,14 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
   int root = to_group_rank(*g, src, "scatter_tensor", "src");
   if (tensor.dim() == 0) throw ValueError("For scatter_tensor, 'input_shape' is empty. ");
   if (tensor.size(0) % g->size() != 0) {
-    throw ValueError("For scatter_tensor, the first dimension for 'input_shape' must be divided by "
-                     "'rank_size', but got input_shape[0]: " + std::to_string(tensor.size(0)) +
-                     ", rank_size: " + std::to_string(g->size()));
+    throw ValueError(
+        "For scatter_tensor, the first dimension for 'input_shape' must be divided by "
+        "'rank_size', but got input_shape[0]: " +
+        std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
   }
   Tensor in = tensor.contiguous();
-  Tensor out = Tensor::uninitialized(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
+  Tensor out = Tensor::uninitialized(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()),
+                                     tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
   WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root, true), {in, out},
                         [&](Backend& b, const WorkPtr& work) {

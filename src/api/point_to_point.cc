@@ -6,10 +6,10 @@
 
 namespace collie {
 
+using collie::WorkPtr;
 using detail::Backend;
 using detail::Group;
 using detail::OpKind;
-using collie::WorkPtr;
 
 namespace {
 
@@ -28,7 +28,8 @@ int peer_rank(const Group& g, int world_rank, std::string_view op, std::string_v
 }
 
 detail::OpInfo p2p_info(OpKind kind, const Tensor& t, int peer, int tag, bool blocking) {
-  detail::OpInfo info = detail::op_info(kind, t, static_cast<uint64_t>(t.numel()), ReduceOp::SUM, -1, blocking);
+  detail::OpInfo info =
+      detail::op_info(kind, t, static_cast<uint64_t>(t.numel()), ReduceOp::SUM, -1, blocking);
   info.root = peer;
   info.tag = tag;
   return info;
@@ -39,27 +40,31 @@ WorkPtr start_send(const Tensor& tensor, int dst, std::string_view group, int ta
   auto g = detail::lookup_for_op(group, op);
   int peer = peer_rank(*g, dst, op, "dst");
   Tensor in = tensor.contiguous();
-  return g->submit(p2p_info(OpKind::Send, in, peer, tag, blocking), {in}, [&](Backend& b, const WorkPtr& w) {
-    b.send(w, in.data_ptr(), static_cast<size_t>(in.numel()), in.dtype(), peer, tag);
-  });
+  return g->submit(
+      p2p_info(OpKind::Send, in, peer, tag, blocking), {in}, [&](Backend& b, const WorkPtr& w) {
+        b.send(w, in.data_ptr(), static_cast<size_t>(in.numel()), in.dtype(), peer, tag);
+      });
 }
 
-std::pair<Tensor, WorkPtr> start_recv(const Shape& shape, DType dtype, int src, std::string_view group,
-                                      int tag, const char* op, bool blocking) {
+std::pair<Tensor, WorkPtr> start_recv(const Shape& shape, DType dtype, int src,
+                                      std::string_view group, int tag, const char* op,
+                                      bool blocking) {
   auto g = detail::lookup_for_op(group, op);
   int peer = peer_rank(*g, src, op, "src");
   Tensor out = Tensor::uninitialized(shape, dtype);
-  WorkPtr w = g->submit(p2p_info(OpKind::Recv, out, peer, tag, blocking), {out},
-                        [&](Backend& b, const WorkPtr& work) {
-                          b.recv(work, out.data_ptr(), static_cast<size_t>(out.numel()), dtype, peer, tag);
-                        });
+  WorkPtr w =
+      g->submit(p2p_info(OpKind::Recv, out, peer, tag, blocking), {out},
+                [&](Backend& b, const WorkPtr& work) {
+                  b.recv(work, out.data_ptr(), static_cast<size_t>(out.numel()), dtype, peer, tag);
+                });
   return {out, w};
 }
 
 P2POp::Kind parse_kind(std::string_view op) {
   if (op == "isend") return P2POp::Kind::ISEND;
   if (op == "irecv") return P2POp::Kind::IRECV;
-  throw ValueError("For P2POp, expected ``op`` to be of type ``isend`` or ``irecv``, but got " + std::string(op));
+  throw ValueError("For P2POp, expected ``op`` to be of type ``isend`` or ``irecv``, but got " +
+                   std::string(op));
 }
 
 }  // namespace
@@ -78,12 +83,14 @@ Tensor recv(const Tensor& tensor, int src, std::string_view group, int tag) {
   return out;
 }
 
-std::pair<Tensor, CommHandle> irecv(const Tensor& tensor, int src, std::string_view group, int tag) {
+std::pair<Tensor, CommHandle> irecv(const Tensor& tensor, int src, std::string_view group,
+                                    int tag) {
   auto [out, w] = start_recv(tensor.shape(), tensor.dtype(), src, group, tag, "irecv", false);
   return {out, CommHandle(w)};
 }
 
-P2POp::P2POp(std::string_view op, Tensor t, int peer_rank, std::string_view group_name, int tag_value)
+P2POp::P2POp(std::string_view op, Tensor t, int peer_rank, std::string_view group_name,
+             int tag_value)
     : kind(parse_kind(op)),
       tensor(std::move(t)),
       recv_shape(tensor.shape()),
@@ -101,12 +108,14 @@ P2POp::P2POp(std::string_view op, Shape shape, int peer_rank, std::string_view g
       group(group_name),
       tag(tag_value) {
   if (kind == Kind::ISEND) {
-    throw ValueError("P2POp: an isend needs a tensor to send, not a shape " + shape_to_string(recv_shape));
+    throw ValueError("P2POp: an isend needs a tensor to send, not a shape " +
+                     shape_to_string(recv_shape));
   }
 }
 
 std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
-  if (p2p_op_list.empty()) throw TypeError("For batch_isend_irecv, p2p_op_list can not be empty list.");
+  if (p2p_op_list.empty())
+    throw TypeError("For batch_isend_irecv, p2p_op_list can not be empty list.");
   // Check every op before starting any: a bad op in the middle must not leave
   // earlier receives waiting for messages that will never come.
   for (const P2POp& op : p2p_op_list) {
@@ -121,7 +130,8 @@ std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
   for (const P2POp& op : p2p_op_list) {
     try {
       if (op.kind == P2POp::Kind::ISEND) {
-        works.push_back(start_send(op.tensor, op.peer, op.group, op.tag, "batch_isend_irecv", true));
+        works.push_back(
+            start_send(op.tensor, op.peer, op.group, op.tag, "batch_isend_irecv", true));
         results.push_back(Tensor::scalar(0));
       } else {
         auto [out, w] = start_recv(op.recv_shape, op.recv_dtype, op.peer, op.group, op.tag,

@@ -5,10 +5,14 @@ namespace collie {
 
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::SUM: return "sum";
-    case ReduceOp::PROD: return "prod";
-    case ReduceOp::MIN: return "min";
-    case ReduceOp::MAX: return "max";
+    case ReduceOp::SUM:
+      return "sum";
+    case ReduceOp::PROD:
+      return "prod";
+    case ReduceOp::MIN:
+      return "min";
+    case ReduceOp::MAX:
+      return "max";
   }
   return "unknown";
 }

@@ -24,7 +24,8 @@ class Backend {
   virtual void all_reduce(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                           ReduceOp op) = 0;
   // out = concat over ranks of in (count elements each).
-  virtual void all_gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype) = 0;
+  virtual void all_gather(const WorkPtr& w, const void* in, void* out, size_t count,
+                          DType dtype) = 0;
   // in has n*count elements; out (count) = op over ranks of in[me*count ...].
   virtual void reduce_scatter(const WorkPtr& w, const void* in, void* out, size_t count,
                               DType dtype, ReduceOp op) = 0;

@@ -20,7 +20,7 @@ struct GroupSpec {
   std::string name;
   std::vector<int> world_ranks;  // group rank i = world_ranks[i]
   int my_group_rank = 0;
-  uint64_t incarnation = 0;      // how many groups of this name were created before
+  uint64_t incarnation = 0;  // how many groups of this name were created before
   double timeout_seconds = 300;
 };
 

@@ -18,10 +18,14 @@ size_t parse_size(const std::string& text) {
   double v = std::stod(text, &pos);
   std::string suffix = text.substr(pos);
   double mult = 1;
-  if (suffix == "K" || suffix == "k") mult = 1024;
-  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) throw std::invalid_argument("bad size '" + text + "'");
+  if (suffix == "K" || suffix == "k")
+    mult = 1024;
+  else if (suffix == "M" || suffix == "m")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty())
+    throw std::invalid_argument("bad size '" + text + "'");
   if (!(v > 0)) throw std::invalid_argument("size must be positive: '" + text + "'");
   return static_cast<size_t>(v * mult);
 }
@@ -88,8 +92,8 @@ std::vector<std::string> config_args(const BenchConfig& c) {
 
 std::vector<size_t> sweep_sizes(const BenchConfig& c) {
   std::vector<size_t> sizes;
-  for (double s = static_cast<double>(c.min_bytes); s <= static_cast<double>(c.max_bytes) * 1.0000001;
-       s *= c.factor) {
+  for (double s = static_cast<double>(c.min_bytes);
+       s <= static_cast<double>(c.max_bytes) * 1.0000001; s *= c.factor) {
     sizes.push_back(static_cast<size_t>(std::llround(s)));
   }
   return sizes;

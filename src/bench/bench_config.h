@@ -12,15 +12,15 @@
 namespace collie::bench {
 
 struct BenchConfig {
-  std::vector<std::string> ops;        // all_reduce, all_gather, ...
+  std::vector<std::string> ops;  // all_reduce, all_gather, ...
   size_t min_bytes = 8;
   size_t max_bytes = 64u << 20;
   double factor = 2;
   std::string dtype = "float32";
   int warmup = 3;
-  int iters = 0;                       // 0: chosen per size (more for small sizes)
-  bool cold = false;                   // rotate inputs through > 256 MiB (cache-cold)
-  bool check = true;                   // verify every result against the closed form
+  int iters = 0;      // 0: chosen per size (more for small sizes)
+  bool cold = false;  // rotate inputs through > 256 MiB (cache-cold)
+  bool check = true;  // verify every result against the closed form
 };
 
 const std::vector<std::string>& all_ops();

@@ -25,7 +25,9 @@ int run_sweep(Comm& comm, const BenchConfig& config) {
   for (const std::string& op : config.ops) {
     for (size_t bytes : sweep_sizes(config)) {
       // Cold mode rotates through enough inputs to overflow the caches.
-      int copies = config.cold ? static_cast<int>(std::clamp<size_t>((256u << 20) / std::max<size_t>(bytes, 1), 1, 64)) : 1;
+      int copies = config.cold ? static_cast<int>(std::clamp<size_t>(
+                                     (256u << 20) / std::max<size_t>(bytes, 1), 1, 64))
+                               : 1;
       if (!comm.prepare(op, bytes, copies)) {
         if (comm.rank() == 0) std::printf("RESULT %s %zu 0 0 0 n/a\n", op.c_str(), bytes);
         continue;

@@ -41,12 +41,18 @@ class CollieComm {
 
   void run(const std::string& op, int copy) {
     const Tensor& x = inputs_[static_cast<size_t>(copy)];
-    if (op == "all_reduce") out_ = all_reduce(x).first;
-    else if (op == "all_gather") out_ = all_gather_into_tensor(x).first;
-    else if (op == "reduce_scatter") out_ = reduce_scatter_tensor(x).first;
-    else if (op == "broadcast") out_ = broadcast(x, 0);
-    else if (op == "reduce") out_ = reduce(x, 0);
-    else if (op == "all_to_all") out_ = all_to_all_single_with_output_shape({count_}, x).first;
+    if (op == "all_reduce")
+      out_ = all_reduce(x).first;
+    else if (op == "all_gather")
+      out_ = all_gather_into_tensor(x).first;
+    else if (op == "reduce_scatter")
+      out_ = reduce_scatter_tensor(x).first;
+    else if (op == "broadcast")
+      out_ = broadcast(x, 0);
+    else if (op == "reduce")
+      out_ = reduce(x, 0);
+    else if (op == "all_to_all")
+      out_ = all_to_all_single_with_output_shape({count_}, x).first;
     else if (op == "send_recv") {
       int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
       out_ = batch_isend_irecv({P2POp("isend", x, next), P2POp("irecv", x, prev)})[1];
@@ -60,7 +66,8 @@ class CollieComm {
       if (op == "all_reduce" || op == "reduce_scatter") return sum;
       if (op == "reduce") return rank_ == 0 ? sum : 0;
       if (op == "broadcast") return 1;
-      if (op == "all_gather" || op == "all_to_all") return static_cast<double>(i / (total / n_) + 1);
+      if (op == "all_gather" || op == "all_to_all")
+        return static_cast<double>(i / (total / n_) + 1);
       return (rank_ + n_ - 1) % n_ + 1;  // send_recv: the previous rank's value
     };
     for (int64_t i = 0; i < total; i += std::max<int64_t>(1, total / 1024)) {

@@ -21,14 +21,22 @@ struct MpiType {
 };
 
 bool mpi_type_of(const std::string& dtype, MpiType* out) {
-  if (dtype == "float32") *out = {MPI_FLOAT, 4};
-  else if (dtype == "float64") *out = {MPI_DOUBLE, 8};
-  else if (dtype == "int32") *out = {MPI_INT, 4};
-  else if (dtype == "int64") *out = {MPI_LONG_LONG, 8};
-  else if (dtype == "int16") *out = {MPI_SHORT, 2};
-  else if (dtype == "int8") *out = {MPI_SIGNED_CHAR, 1};
-  else if (dtype == "uint8") *out = {MPI_UNSIGNED_CHAR, 1};
-  else return false;  // float16/bfloat16/bool: MPI has no reduction for them
+  if (dtype == "float32")
+    *out = {MPI_FLOAT, 4};
+  else if (dtype == "float64")
+    *out = {MPI_DOUBLE, 8};
+  else if (dtype == "int32")
+    *out = {MPI_INT, 4};
+  else if (dtype == "int64")
+    *out = {MPI_LONG_LONG, 8};
+  else if (dtype == "int16")
+    *out = {MPI_SHORT, 2};
+  else if (dtype == "int8")
+    *out = {MPI_SIGNED_CHAR, 1};
+  else if (dtype == "uint8")
+    *out = {MPI_UNSIGNED_CHAR, 1};
+  else
+    return false;  // float16/bfloat16/bool: MPI has no reduction for them
   return true;
 }
 
@@ -65,14 +73,19 @@ class MpiComm {
     const void* in = inputs_[static_cast<size_t>(copy)].data();
     void* out = out_.data();
     const int c = static_cast<int>(count_), per = static_cast<int>(count_ / n_);
-    if (op == "all_reduce") MPI_Allreduce(in, out, c, type_.type, MPI_SUM, MPI_COMM_WORLD);
-    else if (op == "all_gather") MPI_Allgather(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
-    else if (op == "reduce_scatter") MPI_Reduce_scatter_block(in, out, per, type_.type, MPI_SUM, MPI_COMM_WORLD);
+    if (op == "all_reduce")
+      MPI_Allreduce(in, out, c, type_.type, MPI_SUM, MPI_COMM_WORLD);
+    else if (op == "all_gather")
+      MPI_Allgather(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
+    else if (op == "reduce_scatter")
+      MPI_Reduce_scatter_block(in, out, per, type_.type, MPI_SUM, MPI_COMM_WORLD);
     else if (op == "broadcast") {
       if (rank_ == 0) std::memcpy(out, in, count_ * type_.size);
       MPI_Bcast(out, c, type_.type, 0, MPI_COMM_WORLD);
-    } else if (op == "reduce") MPI_Reduce(in, out, c, type_.type, MPI_SUM, 0, MPI_COMM_WORLD);
-    else if (op == "all_to_all") MPI_Alltoall(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
+    } else if (op == "reduce")
+      MPI_Reduce(in, out, c, type_.type, MPI_SUM, 0, MPI_COMM_WORLD);
+    else if (op == "all_to_all")
+      MPI_Alltoall(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
     else if (op == "send_recv") {
       int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
       MPI_Sendrecv(in, c, type_.type, next, 0, out, c, type_.type, prev, 0, MPI_COMM_WORLD,
@@ -87,7 +100,8 @@ class MpiComm {
       if (op == "all_reduce" || op == "reduce_scatter") return sum;
       if (op == "reduce") return rank_ == 0 ? sum : 0;
       if (op == "broadcast") return 1;
-      if (op == "all_gather" || op == "all_to_all") return static_cast<double>(i / (count_ / n_) + 1);
+      if (op == "all_gather" || op == "all_to_all")
+        return static_cast<double>(i / (count_ / n_) + 1);
       return (rank_ + n_ - 1) % n_ + 1;
     };
     if (op == "reduce" && rank_ != 0) return true;  // MPI leaves non-root output untouched
@@ -102,20 +116,28 @@ class MpiComm {
     for (size_t i = 0; i < n; ++i) store(p, i, v);
   }
   void store(unsigned char* p, size_t i, double v) {
-    if (type_.type == MPI_FLOAT) reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
-    else if (type_.type == MPI_DOUBLE) reinterpret_cast<double*>(p)[i] = v;
-    else if (type_.type == MPI_INT) reinterpret_cast<int*>(p)[i] = static_cast<int>(v);
-    else if (type_.type == MPI_LONG_LONG) reinterpret_cast<long long*>(p)[i] = static_cast<long long>(v);
-    else if (type_.type == MPI_SHORT) reinterpret_cast<short*>(p)[i] = static_cast<short>(v);
-    else if (type_.type == MPI_SIGNED_CHAR) reinterpret_cast<signed char*>(p)[i] = static_cast<signed char>(v);
-    else reinterpret_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(v);
+    if (type_.type == MPI_FLOAT)
+      reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
+    else if (type_.type == MPI_DOUBLE)
+      reinterpret_cast<double*>(p)[i] = v;
+    else if (type_.type == MPI_INT)
+      reinterpret_cast<int*>(p)[i] = static_cast<int>(v);
+    else if (type_.type == MPI_LONG_LONG)
+      reinterpret_cast<long long*>(p)[i] = static_cast<long long>(v);
+    else if (type_.type == MPI_SHORT)
+      reinterpret_cast<short*>(p)[i] = static_cast<short>(v);
+    else if (type_.type == MPI_SIGNED_CHAR)
+      reinterpret_cast<signed char*>(p)[i] = static_cast<signed char>(v);
+    else
+      reinterpret_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(v);
   }
   double value(size_t i) const {
     const unsigned char* p = out_.data();
     if (type_.type == MPI_FLOAT) return reinterpret_cast<const float*>(p)[i];
     if (type_.type == MPI_DOUBLE) return reinterpret_cast<const double*>(p)[i];
     if (type_.type == MPI_INT) return reinterpret_cast<const int*>(p)[i];
-    if (type_.type == MPI_LONG_LONG) return static_cast<double>(reinterpret_cast<const long long*>(p)[i]);
+    if (type_.type == MPI_LONG_LONG)
+      return static_cast<double>(reinterpret_cast<const long long*>(p)[i]);
     if (type_.type == MPI_SHORT) return reinterpret_cast<const short*>(p)[i];
     if (type_.type == MPI_SIGNED_CHAR) return reinterpret_cast<const signed char*>(p)[i];
     return p[i];

@@ -51,14 +51,19 @@ Options parse(const std::vector<std::string>& args) {
       return rest[++i];
     };
     const std::string& a = rest[i];
-    if (a == "-n" || a == "-np") o.ranks = std::stoi(value());
+    if (a == "-n" || a == "-np")
+      o.ranks = std::stoi(value());
     else if (a == "--compare") {
       if (value() != "mpi") throw std::invalid_argument("--compare supports only 'mpi'");
       o.compare_mpi = true;
-    } else if (a == "--json") o.json = value();
-    else if (a == "--csv") o.csv = value();
-    else if (a == "--plot") o.plot = value();
-    else throw std::invalid_argument("unknown option '" + a + "'");
+    } else if (a == "--json")
+      o.json = value();
+    else if (a == "--csv")
+      o.csv = value();
+    else if (a == "--plot")
+      o.plot = value();
+    else
+      throw std::invalid_argument("unknown option '" + a + "'");
   }
   if (o.ranks < 1) throw std::invalid_argument("-n must be at least 1");
   return o;
@@ -89,7 +94,8 @@ std::vector<Row> run_worker(const std::string& command, bool* failed) {
     std::istringstream in(line);
     std::string tag;
     Row r;
-    if (in >> tag && tag == "RESULT" && in >> r.op >> r.bytes >> r.median_us >> r.min_us >> r.max_us >> r.check) {
+    if (in >> tag && tag == "RESULT" &&
+        in >> r.op >> r.bytes >> r.median_us >> r.min_us >> r.max_us >> r.check) {
       rows.push_back(r);
     } else {
       std::fputs(line, stderr);
@@ -108,7 +114,8 @@ double memcpy_gbps() {
     auto t0 = std::chrono::steady_clock::now();
     std::memcpy(b.data(), a.data(), bytes);
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    a[static_cast<size_t>(i)] = b[bytes - 1 - static_cast<size_t>(i)];  // keep the copies observable
+    a[static_cast<size_t>(i)] =
+        b[bytes - 1 - static_cast<size_t>(i)];  // keep the copies observable
   }
   std::sort(t.begin(), t.end());
   return static_cast<double>(bytes) / t[t.size() / 2] / 1e9;
@@ -130,15 +137,17 @@ std::string human(size_t bytes) {
 void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
                    const std::map<std::pair<std::string, size_t>, Row>& mpi, double memcpy_bw) {
   auto busbw = [&](const Row& r) {
-    return r.median_us > 0 ? r.bytes / (r.median_us * 1e3) * bench::busbw_factor(r.op, o.ranks) : 0.0;
+    return r.median_us > 0 ? r.bytes / (r.median_us * 1e3) * bench::busbw_factor(r.op, o.ranks)
+                           : 0.0;
   };
   if (!o.csv.empty()) {
     std::ofstream f(o.csv);
-    f << "op,bytes,ranks,dtype,collie_us,collie_min_us,collie_max_us,collie_busbw_gbps,check,mpi_us,mpi_busbw_gbps,speedup\n";
+    f << "op,bytes,ranks,dtype,collie_us,collie_min_us,collie_max_us,collie_busbw_gbps,check,mpi_"
+         "us,mpi_busbw_gbps,speedup\n";
     for (const Row& r : collie_rows) {
       auto it = mpi.find({r.op, r.bytes});
-      f << r.op << "," << r.bytes << "," << o.ranks << "," << o.config.dtype << "," << r.median_us << ","
-        << r.min_us << "," << r.max_us << "," << busbw(r) << "," << r.check;
+      f << r.op << "," << r.bytes << "," << o.ranks << "," << o.config.dtype << "," << r.median_us
+        << "," << r.min_us << "," << r.max_us << "," << busbw(r) << "," << r.check;
       if (it != mpi.end() && it->second.median_us > 0) {
         f << "," << it->second.median_us << "," << busbw(it->second) << ","
           << it->second.median_us / r.median_us;
@@ -150,16 +159,18 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
   }
   if (!o.json.empty()) {
     std::ofstream f(o.json);
-    f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype << "\", \"memcpy_gbps\": " << memcpy_bw
-      << ", \"results\": [\n";
+    f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype
+      << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"results\": [\n";
     for (size_t i = 0; i < collie_rows.size(); ++i) {
       const Row& r = collie_rows[i];
       auto it = mpi.find({r.op, r.bytes});
-      f << "  {\"op\": \"" << r.op << "\", \"bytes\": " << r.bytes << ", \"collie_us\": " << r.median_us
-        << ", \"collie_min_us\": " << r.min_us << ", \"collie_max_us\": " << r.max_us
-        << ", \"collie_busbw_gbps\": " << busbw(r) << ", \"check\": \"" << r.check << "\"";
+      f << "  {\"op\": \"" << r.op << "\", \"bytes\": " << r.bytes
+        << ", \"collie_us\": " << r.median_us << ", \"collie_min_us\": " << r.min_us
+        << ", \"collie_max_us\": " << r.max_us << ", \"collie_busbw_gbps\": " << busbw(r)
+        << ", \"check\": \"" << r.check << "\"";
       if (it != mpi.end() && it->second.median_us > 0) {
-        f << ", \"mpi_us\": " << it->second.median_us << ", \"mpi_busbw_gbps\": " << busbw(it->second)
+        f << ", \"mpi_us\": " << it->second.median_us
+          << ", \"mpi_busbw_gbps\": " << busbw(it->second)
           << ", \"speedup\": " << it->second.median_us / r.median_us;
       }
       f << "}" << (i + 1 < collie_rows.size() ? "," : "") << "\n";
@@ -187,20 +198,22 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
     std::ofstream g(script);
     g << "set terminal pngcairo size 1000,650\nset output " << quote(o.plot) << "\n"
       << "set logscale x 2\nset xlabel 'bytes'\nset ylabel 'busbw (GB/s)'\nset key left top\n"
-      << "set title 'collie vs OpenMPI, " << o.ranks << " ranks, " << o.config.dtype
-      << " (memcpy " << memcpy_bw << " GB/s)'\nplot ";
+      << "set title 'collie vs OpenMPI, " << o.ranks << " ranks, " << o.config.dtype << " (memcpy "
+      << memcpy_bw << " GB/s)'\nplot ";
     for (size_t i = 0; i < ops.size(); ++i) {
-      g << (i ? ", " : "") << quote(data) << " index " << i << " using 1:2 with linespoints title 'collie "
-        << ops[i] << "'";
+      g << (i ? ", " : "") << quote(data) << " index " << i
+        << " using 1:2 with linespoints title 'collie " << ops[i] << "'";
       if (o.compare_mpi) {
-        g << ", " << quote(data) << " index " << i << " using 1:3 with linespoints dashtype 2 title 'OpenMPI "
-          << ops[i] << "'";
+        g << ", " << quote(data) << " index " << i
+          << " using 1:3 with linespoints dashtype 2 title 'OpenMPI " << ops[i] << "'";
       }
     }
     g << "\n";
     g.close();
     if (std::system(("gnuplot " + quote(script)).c_str()) != 0) {
-      std::fprintf(stderr, "collie bench: gnuplot failed or is not installed (apt-get install gnuplot-nox); data in %s\n",
+      std::fprintf(stderr,
+                   "collie bench: gnuplot failed or is not installed (apt-get install "
+                   "gnuplot-nox); data in %s\n",
                    data.c_str());
     }
   }
@@ -252,8 +265,9 @@ int bench_main(const std::vector<std::string>& args) {
                                quote(dir + "/collie_bench_worker") + worker_args,
                            &worker_failed);
     if (o.compare_mpi) {
-      std::string mpirun = "mpirun --oversubscribe " + std::string(geteuid() == 0 ? "--allow-run-as-root " : "") +
-                           "-np " + std::to_string(o.ranks) + " " + quote(dir + "/collie_bench_mpi") + worker_args;
+      std::string mpirun =
+          "mpirun --oversubscribe " + std::string(geteuid() == 0 ? "--allow-run-as-root " : "") +
+          "-np " + std::to_string(o.ranks) + " " + quote(dir + "/collie_bench_mpi") + worker_args;
       bool mpi_failed = false;
       for (const Row& r : run_worker(mpirun, &mpi_failed)) mpi[{r.op, r.bytes}] = r;
       if (mpi_failed) std::fprintf(stderr, "collie bench: the MPI run of %s failed\n", op.c_str());
@@ -261,14 +275,15 @@ int bench_main(const std::vector<std::string>& args) {
     failed |= worker_failed;
     for (const Row& r : rows) {
       double algbw = r.median_us > 0 ? r.bytes / (r.median_us * 1e3) : 0;
-      std::printf("  %-14s %8s %11.2f %11.2f %11.2f %9.3f %9.3f %6s", r.op.c_str(), human(r.bytes).c_str(),
-                  r.median_us, r.min_us, r.max_us, algbw, algbw * bench::busbw_factor(r.op, o.ranks),
-                  r.check.c_str());
+      std::printf("  %-14s %8s %11.2f %11.2f %11.2f %9.3f %9.3f %6s", r.op.c_str(),
+                  human(r.bytes).c_str(), r.median_us, r.min_us, r.max_us, algbw,
+                  algbw * bench::busbw_factor(r.op, o.ranks), r.check.c_str());
       if (o.compare_mpi) {
         auto it = mpi.find({r.op, r.bytes});
         if (it != mpi.end() && it->second.median_us > 0) {
           double mbw = r.bytes / (it->second.median_us * 1e3) * bench::busbw_factor(r.op, o.ranks);
-          std::printf(" %11.2f %9.3f %7.2fx", it->second.median_us, mbw, it->second.median_us / r.median_us);
+          std::printf(" %11.2f %9.3f %7.2fx", it->second.median_us, mbw,
+                      it->second.median_us / r.median_us);
         } else {
           std::printf(" %11s %9s %8s", "n/a", "n/a", "n/a");
         }

@@ -46,17 +46,36 @@ struct Family {
 
 const std::vector<Family>& families() {
   static const std::vector<Family> kFamilies = {
-      {"COLLIE_RANK", "COLLIE_WORLD_SIZE", "COLLIE_LOCAL_RANK", "COLLIE_LOCAL_WORLD_SIZE",
-       {"COLLIE_JOB_ID"}, "COLLIE_* (collie run)"},
-      {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-       {"COLLIE_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_PORT"}, "RANK/WORLD_SIZE (torchrun)"},
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-       "OMPI_COMM_WORLD_LOCAL_SIZE", {"COLLIE_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"},
+      {"COLLIE_RANK",
+       "COLLIE_WORLD_SIZE",
+       "COLLIE_LOCAL_RANK",
+       "COLLIE_LOCAL_WORLD_SIZE",
+       {"COLLIE_JOB_ID"},
+       "COLLIE_* (collie run)"},
+      {"RANK",
+       "WORLD_SIZE",
+       "LOCAL_RANK",
+       "LOCAL_WORLD_SIZE",
+       {"COLLIE_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_PORT"},
+       "RANK/WORLD_SIZE (torchrun)"},
+      {"OMPI_COMM_WORLD_RANK",
+       "OMPI_COMM_WORLD_SIZE",
+       "OMPI_COMM_WORLD_LOCAL_RANK",
+       "OMPI_COMM_WORLD_LOCAL_SIZE",
+       {"COLLIE_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"},
        "OMPI_COMM_WORLD_* (Open MPI mpirun)"},
-      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
-       {"COLLIE_JOB_ID", "PMI_ID", "SLURM_JOB_ID"}, "PMI_* (MPICH/Intel MPI)"},
-      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
-       {"COLLIE_JOB_ID", "SLURM_JOB_ID", "SLURM_STEP_ID"}, "SLURM_* (srun)"},
+      {"PMI_RANK",
+       "PMI_SIZE",
+       "MPI_LOCALRANKID",
+       "MPI_LOCALNRANKS",
+       {"COLLIE_JOB_ID", "PMI_ID", "SLURM_JOB_ID"},
+       "PMI_* (MPICH/Intel MPI)"},
+      {"SLURM_PROCID",
+       "SLURM_NTASKS",
+       "SLURM_LOCALID",
+       "SLURM_NTASKS_PER_NODE",
+       {"COLLIE_JOB_ID", "SLURM_JOB_ID", "SLURM_STEP_ID"},
+       "SLURM_* (srun)"},
   };
   return kFamilies;
 }
@@ -66,7 +85,8 @@ const std::vector<Family>& families() {
 std::string sanitize_job_id(const std::string& raw) {
   std::string out;
   for (char c : raw) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     out.push_back(ok ? c : '_');
   }
   if (out.size() > 48) out.resize(48);  // shm names have a length limit
@@ -127,10 +147,14 @@ size_t env_bytes(const char* name, size_t fallback) {
   double n = std::strtod(v->c_str(), &end);
   std::string suffix(end);
   double mult = 1;
-  if (suffix == "K" || suffix == "k") mult = 1024;
-  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) n = -1;
+  if (suffix == "K" || suffix == "k")
+    mult = 1024;
+  else if (suffix == "M" || suffix == "m")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty())
+    n = -1;
   if (end == v->c_str() || !(n > 0)) {
     throw ValueError(std::string("environment variable ") + name + "='" + *v +
                      "' is not a positive byte count (e.g. 65536, 64K, 4M)");

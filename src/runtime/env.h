@@ -24,7 +24,7 @@ struct LaunchEnv {
   int world_size = 1;
   int local_rank = 0;
   int local_world_size = 1;
-  std::string job_id = "single";  // [A-Za-z0-9_] only; scopes shared-memory names
+  std::string job_id = "single";                 // [A-Za-z0-9_] only; scopes shared-memory names
   std::string source = "none (a world of one)";  // which family of variables was used
 };
 

@@ -9,15 +9,19 @@ namespace {
 
 const char* state_name(int s) {
   switch (s) {
-    case 0: return "issued";
-    case 1: return "completed";
-    default: return "FAILED";
+    case 0:
+      return "issued";
+    case 1:
+      return "completed";
+    default:
+      return "FAILED";
   }
 }
 
 std::string safe_file_part(const std::string& s) {
   std::string out;
-  for (char c : s) out.push_back((isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') ? c : '_');
+  for (char c : s)
+    out.push_back((isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') ? c : '_');
   return out;
 }
 

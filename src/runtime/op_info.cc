@@ -12,24 +12,36 @@ std::string format_seconds(double seconds) {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::AllReduce: return "all_reduce";
-    case OpKind::AllGather: return "all_gather_into_tensor";
-    case OpKind::ReduceScatter: return "reduce_scatter_tensor";
-    case OpKind::Reduce: return "reduce";
-    case OpKind::Broadcast: return "broadcast";
-    case OpKind::Gather: return "gather_into_tensor";
-    case OpKind::Scatter: return "scatter_tensor";
-    case OpKind::Barrier: return "barrier";
-    case OpKind::AllToAll: return "all_to_all";
-    case OpKind::Send: return "send";
-    case OpKind::Recv: return "recv";
+    case OpKind::AllReduce:
+      return "all_reduce";
+    case OpKind::AllGather:
+      return "all_gather_into_tensor";
+    case OpKind::ReduceScatter:
+      return "reduce_scatter_tensor";
+    case OpKind::Reduce:
+      return "reduce";
+    case OpKind::Broadcast:
+      return "broadcast";
+    case OpKind::Gather:
+      return "gather_into_tensor";
+    case OpKind::Scatter:
+      return "scatter_tensor";
+    case OpKind::Barrier:
+      return "barrier";
+    case OpKind::AllToAll:
+      return "all_to_all";
+    case OpKind::Send:
+      return "send";
+    case OpKind::Recv:
+      return "recv";
   }
   return "unknown_op";
 }
 
 std::string OpInfo::describe() const {
   std::string s = op_kind_name(kind);
-  bool reduces = kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::Reduce;
+  bool reduces =
+      kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::Reduce;
   if (reduces) s += "(" + std::string(reduce_op_name(reduce_op)) + ")";
   if (kind != OpKind::Barrier) {
     s += " " + std::string(dtype_name(dtype)) + " x" + std::to_string(count);

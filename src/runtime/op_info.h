@@ -30,9 +30,9 @@ std::string format_seconds(double seconds);
 
 struct OpInfo {
   OpKind kind = OpKind::Barrier;
-  std::string group;      // the group's name as the user knows it
-  uint64_t seq = 0;       // per-group sequence number, stamped at the choke point
-  uint64_t count = 0;     // elements per rank (0 where it varies by rank)
+  std::string group;   // the group's name as the user knows it
+  uint64_t seq = 0;    // per-group sequence number, stamped at the choke point
+  uint64_t count = 0;  // elements per rank (0 where it varies by rank)
   DType dtype = DType::Float32;
   ReduceOp reduce_op = ReduceOp::SUM;
   int root = -1;          // group rank of the root / peer, -1 if none

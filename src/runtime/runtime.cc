@@ -40,7 +40,8 @@ std::shared_ptr<Group> require_group(std::string_view name, std::string_view wha
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.initialized) throw_not_initialized(what);
   auto g = find_locked(s, name);
-  if (!g) throw RuntimeError(std::string(what) + ": the group " + std::string(name) + " does not exist.");
+  if (!g)
+    throw RuntimeError(std::string(what) + ": the group " + std::string(name) + " does not exist.");
   return g;
 }
 
@@ -200,7 +201,8 @@ int get_local_rank(std::string_view group) {
 }
 
 int get_local_rank_size(std::string_view group) {
-  if (!is_initialized()) return env_int_or({"COLLIE_LOCAL_WORLD_SIZE", "LOCAL_RANK_SIZE", "LOCAL_WORLD_SIZE"}, 1);
+  if (!is_initialized())
+    return env_int_or({"COLLIE_LOCAL_WORLD_SIZE", "LOCAL_RANK_SIZE", "LOCAL_WORLD_SIZE"}, 1);
   auto g = detail::require_group(group, "get_local_rank_size");
   const detail::LaunchEnv& env = runtime_state().env;
   int mine = detail::node_of(env, env.rank);
@@ -243,16 +245,19 @@ void create_group(std::string_view group, const std::vector<int>& rank_ids,
   }
   if (auto it = s.groups.find(name); it != s.groups.end()) {
     if (it->second->world_ranks() == rank_ids) return;  // same group again: a no-op
-    throw ValueError("For 'create_group', the group " + name + " has been created, the rank_list is " +
+    throw ValueError("For 'create_group', the group " + name +
+                     " has been created, the rank_list is " +
                      detail::rank_list(it->second->world_ranks()) +
                      ", but current rank_list for the group is " + detail::rank_list(rank_ids));
   }
   if (rank_ids.empty()) {
-    throw ValueError("For 'create_group', the argument 'rank_ids' size should be greater than 0, "
-                     "but got 'rank_ids' size : 0.");
+    throw ValueError(
+        "For 'create_group', the argument 'rank_ids' size should be greater than 0, "
+        "but got 'rank_ids' size : 0.");
   }
   if (std::set<int>(rank_ids.begin(), rank_ids.end()).size() != rank_ids.size()) {
-    throw ValueError("For 'create_group', list rank_ids in Group " + name + " has duplicate data! " + detail::rank_list(rank_ids));
+    throw ValueError("For 'create_group', list rank_ids in Group " + name +
+                     " has duplicate data! " + detail::rank_list(rank_ids));
   }
   for (int r : rank_ids) {
     if (r < 0 || r >= s.env.world_size) {
@@ -279,7 +284,8 @@ void create_group(std::string_view group, const std::vector<int>& rank_ids,
     backend = transport->create_group(spec);
     lock.lock();
   }
-  s.groups[name] = std::make_shared<detail::Group>(name, rank_ids, s.env.rank, timeout, std::move(backend));
+  s.groups[name] =
+      std::make_shared<detail::Group>(name, rank_ids, s.env.rank, timeout, std::move(backend));
 }
 
 void destroy_group(std::string_view group) {

@@ -24,15 +24,15 @@ struct RuntimeState {
   std::mutex mu;
   bool initialized = false;
   LaunchEnv env;
-  std::string backend;            // "shm"
-  std::string world_name;         // what the user calls the world
+  std::string backend;     // "shm"
+  std::string world_name;  // what the user calls the world
   double timeout_seconds = 300;
-  std::string backend_reason;     // why that backend was chosen
+  std::string backend_reason;  // why that backend was chosen
   std::unique_ptr<Transport> transport;
   std::unique_ptr<SignalDump> signal_dump;  // SIGUSR1 prints the flight recorders
   std::shared_ptr<Group> world;
   std::map<std::string, std::shared_ptr<Group>, std::less<>> groups;  // not the world
-  std::map<std::string, uint64_t, std::less<>> incarnations;        // creations per name
+  std::map<std::string, uint64_t, std::less<>> incarnations;          // creations per name
 };
 
 RuntimeState& runtime_state();

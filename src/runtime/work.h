@@ -42,7 +42,9 @@ class Work {
   void keep_alive(const Tensor& t) { keep_alive_.push_back(t); }
 
   // Where completion is recorded (set by the choke point).
-  void set_recorder(std::shared_ptr<detail::FlightRecorder> recorder) { recorder_ = std::move(recorder); }
+  void set_recorder(std::shared_ptr<detail::FlightRecorder> recorder) {
+    recorder_ = std::move(recorder);
+  }
 
   // The backend that can progress this work from the waiting thread.
   void set_driver(std::weak_ptr<ProgressDriver> driver) { driver_ = std::move(driver); }

@@ -83,13 +83,15 @@ class AllReduceOp final : public ChunkedOp {
 
 class BroadcastOp final : public ChunkedOp {
  public:
-  BroadcastOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype, int root)
+  BroadcastOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
+              int root)
       : ChunkedOp(c, in, out, count, dtype, c.group->rank() == root), root_(root) {}
 
  protected:
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
     Range r = range_of(step, count_, per_step_);
-    if (r.len > 0) std::memcpy(out_ + r.begin * esize_, slots[static_cast<size_t>(root_)], r.len * esize_);
+    if (r.len > 0)
+      std::memcpy(out_ + r.begin * esize_, slots[static_cast<size_t>(root_)], r.len * esize_);
   }
 
  private:
@@ -236,7 +238,8 @@ class AllToAllOp final : public StepOp {
     for (size_t d = 0; d < n; ++d) {
       Range r = range_of(step - 1, send_[d], per_step_);
       if (r.len > 0) {
-        std::memcpy(slot + d * piece_bytes_, in_ + (send_displ_[d] + r.begin) * esize_, r.len * esize_);
+        std::memcpy(slot + d * piece_bytes_, in_ + (send_displ_[d] + r.begin) * esize_,
+                    r.len * esize_);
       }
     }
   }
@@ -277,7 +280,8 @@ class AllToAllOp final : public StepOp {
       }
     }
     if (!mismatches.empty()) {
-      throw CommError(work()->info().describe() + ": send and receive sizes disagree:" + mismatches);
+      throw CommError(work()->info().describe() +
+                      ": send and receive sizes disagree:" + mismatches);
     }
     nsteps_ = 1 + (max_count + per_step_ - 1) / per_step_;
   }

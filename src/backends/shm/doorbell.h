@@ -7,8 +7,8 @@
 // announces itself before re-checking, so a ring can never be lost, and a ring
 // costs only an atomic increment unless the owner is actually asleep.
 //
-//   waiter: seen = bell.prepare_wait(); if (!anything_to_do()) bell.wait(seen, ns); bell.finish_wait();
-//   waker:  publish(data); bell.ring();
+//   waiter: seen = bell.prepare_wait(); if (!anything_to_do()) bell.wait(seen, ns);
+//   bell.finish_wait(); waker:  publish(data); bell.ring();
 #pragma once
 
 #include <atomic>

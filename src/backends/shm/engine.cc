@@ -38,14 +38,16 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
     : world_(std::move(world)),
-      p2p_(*world_, [this](int r) { ring(r); },
-           [this] { pending_.fetch_sub(1, std::memory_order_acq_rel); }) {
+      p2p_(
+          *world_, [this](int r) { ring(r); },
+          [this] { pending_.fetch_sub(1, std::memory_order_acq_rel); }) {
   // Spinning only pays when every rank has a core to itself; on an oversubscribed
   // machine it steals the time the peer needs to make progress.
   // COLLIE_SPIN_US overrides the choice (0 = always sleep at once).
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   long spin_us = static_cast<unsigned>(world_->size()) <= cores ? 200 : 0;
-  if (const char* v = std::getenv("COLLIE_SPIN_US"); v != nullptr && *v != '\0') spin_us = std::atol(v);
+  if (const char* v = std::getenv("COLLIE_SPIN_US"); v != nullptr && *v != '\0')
+    spin_us = std::atol(v);
   spin_budget_ = std::chrono::microseconds(std::max(0L, spin_us));
   groups_.push_back(world_.get());
   thread_ = std::thread([this] { run(); });
@@ -175,8 +177,10 @@ bool ShmEngine::take_inbox() {
 }
 
 void ShmEngine::finish(OpState& op, std::exception_ptr error) {
-  if (error) op.work()->fail(error);
-  else op.work()->complete();
+  if (error)
+    op.work()->fail(error);
+  else
+    op.work()->complete();
   pending_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
@@ -195,9 +199,9 @@ void ShmEngine::fail_group(ShmGroup& group, std::exception_ptr error) {
       finish(*op, error);
       first = false;
     } else {
-      finish(*op, std::make_exception_ptr(CommError(
-                      op->work()->info().describe() + ": group '" + group.name() +
-                      "' is unusable after an earlier failure: " + group.failure)));
+      finish(*op, std::make_exception_ptr(
+                      CommError(op->work()->info().describe() + ": group '" + group.name() +
+                                "' is unusable after an earlier failure: " + group.failure)));
     }
   }
 }
@@ -207,9 +211,9 @@ bool ShmEngine::advance_group(ShmGroup& group) {
   while (!group.queue.empty()) {
     OpState& op = *group.queue.front();
     if (!group.failure.empty()) {
-      fail_group(group, std::make_exception_ptr(CommError(
-                            op.work()->info().describe() + ": group '" + group.name() +
-                            "' is unusable after an earlier failure: " + group.failure)));
+      fail_group(group, std::make_exception_ptr(
+                            CommError(op.work()->info().describe() + ": group '" + group.name() +
+                                      "' is unusable after an earlier failure: " + group.failure)));
       return true;
     }
     Progress p;
@@ -263,9 +267,9 @@ void ShmEngine::check_stalls(Clock::time_point now) {
         if (grank >= 0 && !process_alive(g->pid(grank))) dead.push_back(world_rank);
       }
       if (!dead.empty() && !op.can_finish_without_peers()) {
-        fail_group(*g, std::make_exception_ptr(CommError(
-                           op.work()->info().describe() + ": rank(s) " + rank_list(dead) +
-                           " died (process exited) while this rank waited for them")));
+        fail_group(*g, std::make_exception_ptr(
+                           CommError(op.work()->info().describe() + ": rank(s) " + rank_list(dead) +
+                                     " died (process exited) while this rank waited for them")));
         continue;
       }
     }

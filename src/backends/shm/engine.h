@@ -73,10 +73,11 @@ class ShmEngine final : public ProgressDriver {
   Inbox inbox_;
   std::vector<ShmGroup*> groups_;  // progress thread only
   std::atomic<uint64_t> pending_{0};
-  std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled  // operations submitted and not yet finished
+  std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled  //
+                                                  // operations submitted and not yet finished
   std::atomic<bool> stop_{false};
-  std::mutex progress_mu_;              // held for every pass, by whichever thread runs it
-  std::atomic<uint32_t> drivers_{0};    // threads inside drive() (a futex word)
+  std::mutex progress_mu_;            // held for every pass, by whichever thread runs it
+  std::atomic<uint32_t> drivers_{0};  // threads inside drive() (a futex word)
   std::chrono::nanoseconds spin_budget_{0};
   std::chrono::steady_clock::time_point last_liveness_check_;
   std::chrono::steady_clock::time_point last_stall_check_;

@@ -7,7 +7,8 @@
 
 namespace collie::detail {
 
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "futex words must be plain 32-bit");
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t),
+              "futex words must be plain 32-bit");
 
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
   if (timeout_ns <= 0) return;

@@ -1,6 +1,7 @@
 // The layout of a rank's shared-memory segment for one group.
 //
-//   [ SegmentHeader | StepControl | slot 0 | slot 1 | (world only) n x RingControl | n x ring data ]
+//   [ SegmentHeader | StepControl | slot 0 | slot 1 | (world only) n x RingControl | n x ring data
+//   ]
 //
 // Every field has exactly one writer: the owner writes its header, step flags and
 // slots and the heads of its outgoing rings; peers only read them, except the
@@ -8,10 +9,11 @@
 // sit on separate cache lines.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <sys/types.h>
 
 #include "backends/shm/doorbell.h"
 
@@ -37,7 +39,7 @@ struct SegmentHeader {
 struct StepControl {
   alignas(64) std::atomic<uint64_t> ready{0};  // owner's slot holds step `ready`'s data
   std::atomic<uint64_t> fingerprint[2][3] = {};
-  alignas(64) std::atomic<uint64_t> done{0};   // owner finished reading step `done`
+  alignas(64) std::atomic<uint64_t> done{0};  // owner finished reading step `done`
 };
 
 // One single-producer single-consumer byte ring from the owner to one destination.

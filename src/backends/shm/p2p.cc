@@ -26,13 +26,15 @@ void ring_read(const uint8_t* ring, uint64_t size, uint64_t pos, void* dst, uint
   }
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t, std::chrono::steady_clock::time_point now) {
+double seconds_since(std::chrono::steady_clock::time_point t,
+                     std::chrono::steady_clock::time_point now) {
   return std::chrono::duration<double>(now - t).count();
 }
 
 }  // namespace
 
-P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring, std::function<void()> finished)
+P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
+                       std::function<void()> finished)
     : world_(world),
       ring_(std::move(ring)),
       finished_(std::move(finished)),
@@ -43,8 +45,10 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring, std::func
       incoming_(static_cast<size_t>(world.size())) {}
 
 void P2PMatcher::complete(const WorkPtr& work, std::exception_ptr error) {
-  if (error) work->fail(error);
-  else work->complete();
+  if (error)
+    work->fail(error);
+  else
+    work->complete();
   finished_();
 }
 
@@ -59,9 +63,9 @@ std::exception_ptr P2PMatcher::size_mismatch(int src, const MessageHeader& h,
   };
   return std::make_exception_ptr(CommError(
       r.work->info().describe() + ": rank " + std::to_string(src) + " sent " +
-      std::to_string(h.nbytes) + " bytes of " + dtype_of_code(h.dtype) + " but this receive expects " +
-      std::to_string(r.nbytes) + " bytes of " + std::string(dtype_name(r.dtype)) +
-      " (shapes and dtypes of send and recv must match)"));
+      std::to_string(h.nbytes) + " bytes of " + dtype_of_code(h.dtype) +
+      " but this receive expects " + std::to_string(r.nbytes) + " bytes of " +
+      std::string(dtype_name(r.dtype)) + " (shapes and dtypes of send and recv must match)"));
 }
 
 void P2PMatcher::add_send(SendRequest request) {
@@ -195,8 +199,11 @@ bool P2PMatcher::advance_incoming(int src) {
       moved = true;
       if (h.magic != kMessageMagic) {
         // Corrupt stream: nothing after this point can be trusted. Fail what waits on src.
-        std::string what = "p2p stream from rank " + std::to_string(src) + " is corrupt (bad header magic)";
-        for (auto& r : posted_[static_cast<size_t>(src)]) complete(r.req.work, std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + what)));
+        std::string what =
+            "p2p stream from rank " + std::to_string(src) + " is corrupt (bad header magic)";
+        for (auto& r : posted_[static_cast<size_t>(src)])
+          complete(r.req.work,
+                   std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + what)));
         posted_[static_cast<size_t>(src)].clear();
         tail = head;
         continue;
@@ -247,9 +254,14 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
       Send& s = queue.front();
       std::exception_ptr err;
       if (peer_dead) {
-        err = std::make_exception_ptr(CommError(s.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " + std::to_string(world_.pid(peer)) + ") died; the message could not be delivered"));
+        err = std::make_exception_ptr(CommError(
+            s.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " +
+            std::to_string(world_.pid(peer)) + ") died; the message could not be delivered"));
       } else if (seconds_since(s.last_progress, now) > s.req.timeout_seconds) {
-        err = std::make_exception_ptr(TimeoutError(s.req.work->info().describe() + ": rank " + std::to_string(peer) + " did not receive for " + format_seconds(s.req.timeout_seconds) + " (is it calling recv?)"));
+        err = std::make_exception_ptr(TimeoutError(s.req.work->info().describe() + ": rank " +
+                                                   std::to_string(peer) + " did not receive for " +
+                                                   format_seconds(s.req.timeout_seconds) +
+                                                   " (is it calling recv?)"));
       }
       if (err) {
         if (s.header_written) channel_broken_[static_cast<size_t>(peer)] = true;
@@ -259,13 +271,19 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
     }
     // Receives waiting for a message (posted, claimed unexpected, or mid-stream).
     RingControl& ctl = world_.ring_control(peer, me);
-    bool data_left = ctl.head.load(std::memory_order_acquire) != incoming_[static_cast<size_t>(peer)].tail;
+    bool data_left =
+        ctl.head.load(std::memory_order_acquire) != incoming_[static_cast<size_t>(peer)].tail;
     auto stalled = [&](const Recv& r) -> std::exception_ptr {
       if (peer_dead && !data_left) {
-        return std::make_exception_ptr(CommError(r.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " + std::to_string(world_.pid(peer)) + ") died before sending the message"));
+        return std::make_exception_ptr(
+            CommError(r.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " +
+                      std::to_string(world_.pid(peer)) + ") died before sending the message"));
       }
       if (seconds_since(r.last_progress, now) > r.req.timeout_seconds) {
-        return std::make_exception_ptr(TimeoutError(r.req.work->info().describe() + ": no message from rank " + std::to_string(peer) + " within " + format_seconds(r.req.timeout_seconds) + " (is it calling send with the same group and tag?)"));
+        return std::make_exception_ptr(
+            TimeoutError(r.req.work->info().describe() + ": no message from rank " +
+                         std::to_string(peer) + " within " + format_seconds(r.req.timeout_seconds) +
+                         " (is it calling send with the same group and tag?)"));
       }
       return nullptr;
     };

@@ -29,7 +29,7 @@ namespace collie::detail {
 
 struct SendRequest {
   WorkPtr work;
-  int dst = 0;            // world rank
+  int dst = 0;  // world rank
   uint64_t group_id = 0;
   int64_t tag = 0;
   const void* data = nullptr;
@@ -40,7 +40,7 @@ struct SendRequest {
 
 struct RecvRequest {
   WorkPtr work;
-  int src = 0;            // world rank
+  int src = 0;  // world rank
   uint64_t group_id = 0;
   int64_t tag = 0;
   void* data = nullptr;
@@ -85,20 +85,20 @@ class P2PMatcher {
   struct Incoming {
     bool in_payload = false;
     uint64_t remaining = 0;
-    uint8_t* target = nullptr;        // where payload bytes go (nullptr: discard)
-    std::optional<Recv> recv;         // matched receive, if any
-    Unexpected* unexpected = nullptr; // or the unexpected buffer
-    uint64_t tail = 0;                // bytes consumed from the ring (mirrors RingControl::tail)
+    uint8_t* target = nullptr;         // where payload bytes go (nullptr: discard)
+    std::optional<Recv> recv;          // matched receive, if any
+    Unexpected* unexpected = nullptr;  // or the unexpected buffer
+    uint64_t tail = 0;                 // bytes consumed from the ring (mirrors RingControl::tail)
   };
 
   ShmGroup& world_;
   std::function<void(int)> ring_;
   std::function<void()> finished_;
-  std::vector<std::deque<Send>> sends_;          // by destination
-  std::vector<bool> channel_broken_;             // by destination
-  std::vector<std::list<Recv>> posted_;          // by source
+  std::vector<std::deque<Send>> sends_;            // by destination
+  std::vector<bool> channel_broken_;               // by destination
+  std::vector<std::list<Recv>> posted_;            // by source
   std::vector<std::list<Unexpected>> unexpected_;  // by source
-  std::vector<Incoming> incoming_;               // by source
+  std::vector<Incoming> incoming_;                 // by source
 
   bool advance_sends(int dst);
   bool advance_incoming(int src);

@@ -17,7 +17,8 @@ void ShmBackend::all_reduce(const WorkPtr& w, const void* in, void* out, size_t 
   engine_->submit(group_.get(), make_all_reduce(call(w), in, out, count, dtype, op));
 }
 
-void ShmBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype) {
+void ShmBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t count,
+                            DType dtype) {
   engine_->submit(group_.get(), make_all_gather(call(w), in, out, count, dtype));
 }
 
@@ -46,16 +47,16 @@ void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
   engine_->submit(group_.get(), make_scatter(call(w), in, out, count, dtype, root));
 }
 
-void ShmBackend::barrier(const WorkPtr& w) {
-  engine_->submit(group_.get(), make_barrier(call(w)));
-}
+void ShmBackend::barrier(const WorkPtr& w) { engine_->submit(group_.get(), make_barrier(call(w))); }
 
-void ShmBackend::all_to_all(const WorkPtr& w, const void* in, const std::vector<size_t>& send_counts,
-                            void* out, const std::vector<size_t>& recv_counts, DType dtype) {
+void ShmBackend::all_to_all(const WorkPtr& w, const void* in,
+                            const std::vector<size_t>& send_counts, void* out,
+                            const std::vector<size_t>& recv_counts, DType dtype) {
   engine_->submit(group_.get(), make_all_to_all(call(w), in, send_counts, out, recv_counts, dtype));
 }
 
-void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer, int tag) {
+void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
+                      int tag) {
   w->set_driver(engine_);
   SendRequest r;
   r.work = w;

@@ -51,7 +51,8 @@ void wait_for_peers(const ShmGroupConfig& cfg, const char* what, Ready ready, Pi
     }
     if (Clock::now() > deadline) {
       throw TimeoutError(where + ": rank(s) " + rank_list(missing) + " did not join within " +
-                         format_seconds(cfg.timeout_seconds) + " (do all of them call it, with the same rank list?)");
+                         format_seconds(cfg.timeout_seconds) +
+                         " (do all of them call it, with the same rank list?)");
     }
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(10000));
@@ -78,8 +79,8 @@ uint64_t make_group_id(const std::string& name, const std::vector<int>& world_ra
 
 ShmGroup::ShmGroup(ShmGroupConfig config)
     : config_(std::move(config)),
-      layout_(static_cast<int>(config_.world_ranks.size()), config_.slot_bytes,
-              config_.ring_bytes, config_.with_rings),
+      layout_(static_cast<int>(config_.world_ranks.size()), config_.slot_bytes, config_.ring_bytes,
+              config_.with_rings),
       segments_(config_.world_ranks.size()) {
   create_own_segment();
   try {
@@ -93,7 +94,8 @@ ShmGroup::ShmGroup(ShmGroupConfig config)
 ShmGroup::~ShmGroup() = default;
 
 std::string ShmGroup::segment_name(int group_rank) const {
-  return segment_prefix(config_.job_id) + hex64(config_.group_id) + "-" + std::to_string(group_rank);
+  return segment_prefix(config_.job_id) + hex64(config_.group_id) + "-" +
+         std::to_string(group_rank);
 }
 
 void ShmGroup::create_own_segment() {
@@ -119,7 +121,8 @@ void ShmGroup::create_own_segment() {
   auto* h = new (mine.data()) SegmentHeader();
   new (static_cast<uint8_t*>(mine.data()) + layout_.step_control) StepControl();
   if (config_.with_rings) {
-    auto* rings = reinterpret_cast<RingControl*>(static_cast<uint8_t*>(mine.data()) + layout_.ring_controls);
+    auto* rings =
+        reinterpret_cast<RingControl*>(static_cast<uint8_t*>(mine.data()) + layout_.ring_controls);
     for (int i = 0; i < size(); ++i) new (&rings[i]) RingControl();
   }
   h->pid = getpid();
@@ -181,8 +184,9 @@ uint8_t* ShmGroup::slot(int g, uint64_t step) const {
 }
 
 RingControl& ShmGroup::ring_control(int owner, int dst) const {
-  return reinterpret_cast<RingControl*>(static_cast<uint8_t*>(
-      segments_[static_cast<size_t>(owner)].data()) + layout_.ring_controls)[dst];
+  return reinterpret_cast<RingControl*>(
+      static_cast<uint8_t*>(segments_[static_cast<size_t>(owner)].data()) +
+      layout_.ring_controls)[dst];
 }
 
 uint8_t* ShmGroup::ring_data(int owner, int dst) const {

@@ -25,12 +25,12 @@ class OpState;
 
 struct ShmGroupConfig {
   std::string job_id;
-  std::string name;           // user-visible group name (for messages)
-  uint64_t group_id = 0;      // same on every member
+  std::string name;       // user-visible group name (for messages)
+  uint64_t group_id = 0;  // same on every member
   std::vector<int> world_ranks;
   int my_group_rank = 0;
   size_t slot_bytes = 0;
-  size_t ring_bytes = 0;      // p2p rings: world group only
+  size_t ring_bytes = 0;  // p2p rings: world group only
   bool with_rings = false;
   double timeout_seconds = 300;
 };
@@ -46,7 +46,9 @@ class ShmGroup {
   const std::string& name() const { return config_.name; }
   int size() const { return static_cast<int>(config_.world_ranks.size()); }
   int rank() const { return config_.my_group_rank; }
-  int world_rank(int group_rank) const { return config_.world_ranks[static_cast<size_t>(group_rank)]; }
+  int world_rank(int group_rank) const {
+    return config_.world_ranks[static_cast<size_t>(group_rank)];
+  }
   size_t slot_bytes() const { return config_.slot_bytes; }
   size_t ring_bytes() const { return config_.ring_bytes; }
   double timeout_seconds() const { return config_.timeout_seconds; }

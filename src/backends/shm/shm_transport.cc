@@ -39,8 +39,8 @@ class ShmTransport final : public Transport {
   std::unique_ptr<Backend> create_world(double timeout_seconds) override {
     std::vector<int> ranks(static_cast<size_t>(env_.world_size));
     for (int i = 0; i < env_.world_size; ++i) ranks[static_cast<size_t>(i)] = i;
-    ShmGroupConfig cfg = config("world", ranks, env_.rank, make_group_id("__world__", ranks, 0),
-                                timeout_seconds);
+    ShmGroupConfig cfg =
+        config("world", ranks, env_.rank, make_group_id("__world__", ranks, 0), timeout_seconds);
     cfg.ring_bytes = ring_bytes_;
     cfg.with_rings = true;
     auto world = std::make_shared<ShmGroup>(cfg);
@@ -84,7 +84,8 @@ class ShmTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_shm_transport(const LaunchEnv& env) {
-  return std::make_unique<ShmTransport>(env, slot_bytes_from_env(env.world_size), ring_bytes_from_env());
+  return std::make_unique<ShmTransport>(env, slot_bytes_from_env(env.world_size),
+                                        ring_bytes_from_env());
 }
 
 }  // namespace collie::detail
