@@ -499,6 +499,17 @@ int Supervisor::run() {
     return 1;
   }
 
+  // Objects of earlier jobs whose owner died without cleanup (a launcher killed
+  // with SIGKILL never ran its end-of-job sweep): free their memory now.
+  auto stale = sweep_stale_shm(getuid());
+  if (!stale.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < stale.size() && i < 3; ++i) names += (i ? ", " : "") + stale[i];
+    if (stale.size() > 3) names += ", ...";
+    print_err("collie run: removed " + std::to_string(stale.size()) +
+              " stale shared-memory object(s) of dead processes (" + names + ")");
+  }
+
   std::vector<std::string> base;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) base.emplace_back(*e);
   RankEnvSpec spec;

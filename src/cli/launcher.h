@@ -10,6 +10,8 @@
 //   - SIGINT/SIGTERM (and SIGHUP) sent to the launcher are forwarded to every
 //     rank's process group, with the same grace and SIGKILL; a second one skips
 //     the grace;
+//   - before any rank starts, shared memory of earlier jobs whose owner process
+//     is dead is removed (sweep_stale_shm in shm_sweep.h);
 //   - when all ranks are gone, the job's leftover shared memory is swept
 //     (shm_sweep.h) and launch() returns the exit code: 0, the first failure's code
 //     (128+N for a signal), or 128+N for a signal the launcher received.

@@ -8,8 +8,14 @@
 // exited, `collie run` unlinks exactly these names (and the bare "collie-<uid>-<jobid>"),
 // never those of another job or another user.
 //
+// At launch, `collie run` also removes *stale* objects of any earlier job of the
+// user: those whose owner process is dead (a job whose launcher was SIGKILLed never
+// got its end-of-job sweep). The owner is the pid in the object's SegmentHeader
+// (src/backends/shm/layout.h), read through a read-only mapping of its first page.
+//
 // Example:
 //   auto removed = sweep_job_shm(getuid(), "1f3ax9c04be12");   // names removed
+//   auto stale = sweep_stale_shm(getuid());                     // dead owners' objects
 #pragma once
 
 #include <sys/types.h>
@@ -31,5 +37,22 @@ bool shm_name_belongs_to_job(std::string_view name, uid_t uid, std::string_view 
 // An empty job id removes nothing.
 std::vector<std::string> sweep_job_shm(uid_t uid, std::string_view job_id,
                                        const std::string& dir = "/dev/shm");
+
+// What the launch-time sweep concludes about one /dev/shm entry.
+enum class StaleCheck {
+  kNotCollie,   // not "collie-<uid>-...", not a regular file, or not owned by uid
+  kUnreadable,  // cannot be opened or mapped, too small, or no initialised header
+  kOwnerAlive,  // the header's pid exists (or may: EPERM, a zombie, a reused pid)
+  kOwnerDead,   // the header's pid does not exist: safe to remove
+};
+
+// Checks entry `name` of directory fd `dir_fd`. Never modifies anything.
+StaleCheck check_stale_segment(int dir_fd, const char* name, uid_t uid);
+
+// Unlinks every "collie-<uid>-*" regular file in `dir` owned by `uid` whose
+// header names a dead owner (StaleCheck::kOwnerDead). Entries whose owner is alive
+// or cannot be determined, POSIX semaphores ("sem.collie-..."), and other users'
+// or programs' files are never touched. Returns the names removed; best effort.
+std::vector<std::string> sweep_stale_shm(uid_t uid, const std::string& dir = "/dev/shm");
 
 }  // namespace collie::cli

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/run_options.h"
+#include "segment_files.h"
 #include "test_util.h"
 
 namespace collie::cli {
@@ -409,6 +410,25 @@ TEST_F(CliShmEndToEnd, SweptAfterAFailureToo) {
   ASSERT_FALSE(f.timed_out) << describe(f);
   EXPECT_EQ(f.code, 2) << describe(f);
   EXPECT_FALSE(fs::exists(r0)) << describe(f);
+}
+
+// A launcher killed with SIGKILL leaves its job's objects behind; the next launch
+// removes those whose owner is dead and keeps those of live owners.
+TEST_F(CliShmEndToEnd, StaleObjectsOfDeadOwnersAreRemovedAtLaunch) {
+  TempDir dir;
+  const fs::path stale = shm("collie-" + uid_ + "-" + job_ + "old-1-0");
+  const fs::path live = shm("collie-" + uid_ + "-" + job_ + "live-1-0");
+  const fs::path blank = shm("collie-" + uid_ + "-" + job_ + "blank-1-0");
+  test::write_segment(stale, test::dead_pid());
+  test::write_segment(live, getpid());
+  test::write_file(blank, "not a segment header");
+  // The rank checks that the stale object is gone before it starts.
+  Finished f = run_sh(dir, {"-n", "1"}, "test ! -e " + sh_quote(stale.string()));
+  EXPECT_EQ(f.code, 0) << describe(f);
+  EXPECT_FALSE(fs::exists(stale)) << describe(f);
+  EXPECT_TRUE(fs::exists(live)) << describe(f);
+  EXPECT_TRUE(fs::exists(blank)) << describe(f);
+  EXPECT_TRUE(contains(f.err, "stale shared-memory object(s) of dead processes")) << describe(f);
 }
 
 // ---------------------------------------------------------------- with the library

@@ -1,12 +1,14 @@
 // Unit tests of the shared-memory sweep (src/cli/shm_sweep.h), on a temp directory.
 #include "cli/shm_sweep.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 
+#include "segment_files.h"
 #include "test_util.h"
 
 namespace collie::cli {
@@ -68,6 +70,66 @@ TEST(CliShmSweep, EmptyJobIdAndMissingDirAreHarmless) {
   test::write_file(dir / ("collie-" + std::to_string(getuid()) + "--x"), "x");
   EXPECT_TRUE(sweep_job_shm(getuid(), "", dir.str()).empty());
   EXPECT_TRUE(sweep_job_shm(getuid(), "abc", dir.str() + "/does-not-exist").empty());
+}
+
+// ---------------------------------------------------------------- launch-time stale sweep
+
+using test::dead_pid;
+using test::write_segment;
+
+TEST(CliStaleSweep, RemovesOnlySegmentsOfDeadOwners) {
+  test::TempDir dir;
+  const uid_t uid = getuid();
+  const std::string p = "collie-" + std::to_string(uid) + "-";
+  const pid_t dead = dead_pid();
+  write_segment(dir / (p + "jobA-1-0"), dead);                  // stale: removed
+  write_segment(dir / (p + "jobA-1-1"), dead);                  // stale: removed
+  write_segment(dir / (p + "jobB-1-0"), getpid());              // owner alive
+  write_segment(dir / (p + "jobC-1-0"), 1);                     // init: alive (or EPERM)
+  write_segment(dir / (p + "jobD-1-0"), dead, false);           // header not initialised
+  write_segment(dir / (p + "jobE-1-0"), dead, true, 16);        // too small for a header
+  write_segment(dir / (p + "jobF-1-0"), 0);                     // pid 0: unknown
+  write_segment(dir / ("sem." + p + "jobA-s"), dead);           // a semaphore: never ours to judge
+  write_segment(dir / ("collie-" + std::to_string(uid + 1) + "-jobA-1-0"), dead);  // other uid
+  write_segment(dir / "unrelated", dead);
+  fs::create_directory(dir / (p + "jobG-dir"));
+  fs::create_symlink(dir / (p + "jobA-1-0"), dir / (p + "jobH-link"));
+
+  auto removed = sweep_stale_shm(uid, dir.str());
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{p + "jobA-1-0", p + "jobA-1-1"}));
+  for (const char* kept : {"jobB-1-0", "jobC-1-0", "jobD-1-0", "jobE-1-0", "jobF-1-0", "jobG-dir"}) {
+    EXPECT_TRUE(fs::exists(dir / (p + kept))) << kept;
+  }
+  EXPECT_TRUE(fs::is_symlink(dir / (p + "jobH-link")));
+  EXPECT_TRUE(fs::exists(dir / ("sem." + p + "jobA-s")));
+  EXPECT_TRUE(fs::exists(dir / ("collie-" + std::to_string(uid + 1) + "-jobA-1-0")));
+  EXPECT_TRUE(fs::exists(dir / "unrelated"));
+}
+
+TEST(CliStaleSweep, Verdicts) {
+  test::TempDir dir;
+  const uid_t uid = getuid();
+  const std::string p = "collie-" + std::to_string(uid) + "-";
+  write_segment(dir / (p + "a"), dead_pid());
+  write_segment(dir / (p + "b"), getpid());
+  write_segment(dir / (p + "c"), getpid(), false);
+  test::write_file(dir / (p + "d"), "");  // created, not yet sized by its owner
+  int dfd = open(dir.str().c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(dfd, 0);
+  EXPECT_EQ(check_stale_segment(dfd, (p + "a").c_str(), uid), StaleCheck::kOwnerDead);
+  EXPECT_EQ(check_stale_segment(dfd, (p + "b").c_str(), uid), StaleCheck::kOwnerAlive);
+  EXPECT_EQ(check_stale_segment(dfd, (p + "c").c_str(), uid), StaleCheck::kUnreadable);
+  EXPECT_EQ(check_stale_segment(dfd, (p + "d").c_str(), uid), StaleCheck::kUnreadable);
+  EXPECT_EQ(check_stale_segment(dfd, (p + "missing").c_str(), uid), StaleCheck::kUnreadable);
+  EXPECT_EQ(check_stale_segment(dfd, "other", uid), StaleCheck::kNotCollie);
+  // Owned by us but named for another uid: not ours to judge.
+  EXPECT_EQ(check_stale_segment(dfd, (p + "a").c_str(), uid + 1), StaleCheck::kNotCollie);
+  close(dfd);
+}
+
+TEST(CliStaleSweep, MissingDirIsHarmless) {
+  EXPECT_TRUE(sweep_stale_shm(getuid(), "/does/not/exist").empty());
 }
 
 }  // namespace
