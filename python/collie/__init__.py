@@ -34,6 +34,7 @@ from collie.management import (COLLIE_WORLD_COMM_GROUP, HCCL_WORLD_COMM_GROUP, M
                                get_world_rank_from_group_rank, init, release)
 from collie.ops import ReduceOp
 from collie import comm_func  # noqa: E402 - after management, which it imports
+from collie import autograd  # noqa: E402 - collie.autograd: gradient rules (get_bprop, rule_table)
 
 #: collie.Tensor: a C++ tensor (bfloat16 results without ml_dtypes; bfloat16 inputs).
 Tensor = _collie.Tensor

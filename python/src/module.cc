@@ -16,6 +16,7 @@
 
 namespace collie_py {
 void bind_comm(py::module_& m);
+void bind_autograd(py::module_& m);
 }  // namespace collie_py
 
 namespace py = pybind11;
@@ -52,6 +53,7 @@ PYBIND11_MODULE(_collie, m) {
 
   collie_py::bind_tensor(m);
   collie_py::bind_comm(m);
+  collie_py::bind_autograd(m);
 
   m.def("_mark_finalizing", &collie_py::mark_finalizing,
         "Called at interpreter exit: references held by collie are leaked from then on.");
