@@ -38,48 +38,62 @@ int train(int rank, int world) {
       ag::Tape tape;
       if (rank == 0) {
         for (int64_t m = 0; m < kMicro; ++m) {
-          ag::Variable h = mlp::hidden(ag::Variable(mlp::rows(batch.x, m * rows, rows)), stage.w1, stage.b1);
+          ag::Variable h =
+              mlp::hidden(ag::Variable(mlp::rows(batch.x, m * rows, rows)), stage.w1, stage.b1);
           ag::send(h, /*dst=*/1, collie::WORLD, kTag);
         }
         tape.backward();  // no loss here; the sends' backward brings the gradients
       } else {
         std::vector<ag::Variable> losses;
         for (int64_t m = 0; m < kMicro; ++m) {
-          ag::Variable h = ag::recv({rows, mlp::kHidden}, collie::DType::Float64, /*src=*/0, collie::WORLD, kTag);
+          ag::Variable h = ag::recv({rows, mlp::kHidden}, collie::DType::Float64, /*src=*/0,
+                                    collie::WORLD, kTag);
           // The full-batch mean is the average of the micro-batch means.
-          losses.push_back(ag::scale(mlp::mse(mlp::output(h, stage.w2, stage.b2), mlp::rows(batch.y, m * rows, rows)),
-                                     1.0 / kMicro));
+          losses.push_back(ag::scale(
+              mlp::mse(mlp::output(h, stage.w2, stage.b2), mlp::rows(batch.y, m * rows, rows)),
+              1.0 / kMicro));
         }
         ag::Variable loss = losses[0];
         for (size_t m = 1; m < losses.size(); ++m) loss = loss + losses[m];
-        if (step == 0 || step == kSteps - 1) std::cout << "step " << step + 1 << ": loss " << loss.value().item() << "\n";
+        if (step == 0 || step == kSteps - 1)
+          std::cout << "step " << step + 1 << ": loss " << loss.value().item() << "\n";
         tape.backward(loss);
       }
     }
     {
       ag::Tape tape;
-      tape.backward(mlp::mse(mlp::output(mlp::hidden(ag::Variable(batch.x), ref.w1, ref.b1), ref.w2, ref.b2), batch.y));
+      tape.backward(
+          mlp::mse(mlp::output(mlp::hidden(ag::Variable(batch.x), ref.w1, ref.b1), ref.w2, ref.b2),
+                   batch.y));
     }
     // This rank's stage against the same layers of the reference: gradients, then parameters.
-    const std::vector<ag::Variable*> mine = rank == 0 ? std::vector<ag::Variable*>{&stage.w1, &stage.b1}
-                                                      : std::vector<ag::Variable*>{&stage.w2, &stage.b2};
-    const std::vector<ag::Variable*> theirs = rank == 0 ? std::vector<ag::Variable*>{&ref.w1, &ref.b1}
-                                                        : std::vector<ag::Variable*>{&ref.w2, &ref.b2};
+    const std::vector<ag::Variable*> mine = rank == 0
+                                                ? std::vector<ag::Variable*>{&stage.w1, &stage.b1}
+                                                : std::vector<ag::Variable*>{&stage.w2, &stage.b2};
+    const std::vector<ag::Variable*> theirs = rank == 0
+                                                  ? std::vector<ag::Variable*>{&ref.w1, &ref.b1}
+                                                  : std::vector<ag::Variable*>{&ref.w2, &ref.b2};
     double diff = 0;
-    for (size_t i = 0; i < mine.size(); ++i) diff = std::max(diff, mlp::max_abs_diff(mine[i]->grad(), theirs[i]->grad()));
+    for (size_t i = 0; i < mine.size(); ++i)
+      diff = std::max(diff, mlp::max_abs_diff(mine[i]->grad(), theirs[i]->grad()));
     for (auto* p : mine) mlp::sgd_step(*p, kLr);
     for (auto* p : ref.all()) mlp::sgd_step(*p, kLr);
-    for (size_t i = 0; i < mine.size(); ++i) diff = std::max(diff, mlp::max_abs_diff(mine[i]->value(), theirs[i]->value()));
-    diff = collie::all_reduce(collie::Tensor::scalar(diff, collie::DType::Float64), collie::ReduceOp::MAX).first.item();
+    for (size_t i = 0; i < mine.size(); ++i)
+      diff = std::max(diff, mlp::max_abs_diff(mine[i]->value(), theirs[i]->value()));
+    diff = collie::all_reduce(collie::Tensor::scalar(diff, collie::DType::Float64),
+                              collie::ReduceOp::MAX)
+               .first.item();
     worst = std::max(worst, diff);
     if (!(diff <= kTolerance)) {
-      std::cerr << "rank " << rank << ": step " << step + 1 << ": gradients or parameters differ from the single-process "
+      std::cerr << "rank " << rank << ": step " << step + 1
+                << ": gradients or parameters differ from the single-process "
                 << "model by " << diff << " (tolerance " << kTolerance << ")\n";
       return 1;
     }
   }
   if (rank == 1) {
-    std::cout << "OK: for " << kSteps << " steps of " << kMicro << " micro-batches, both stages' gradients and "
+    std::cout << "OK: for " << kSteps << " steps of " << kMicro
+              << " micro-batches, both stages' gradients and "
               << "parameters equal the single-process model (max difference " << worst << ")\n";
   }
   return 0;

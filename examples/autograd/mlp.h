@@ -6,14 +6,14 @@
 // itself to compare against.
 #pragma once
 
+#include <collie/autograd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <collie/autograd.h>
 
 namespace mlp {
 
@@ -38,8 +38,10 @@ inline Tensor uniform(const collie::Shape& shape, uint32_t seed, double scale) {
 }
 
 inline Params init_params() {
-  return {ag::Variable(uniform({kIn, kHidden}, 1, 0.5), true), ag::Variable(uniform({kHidden}, 2, 0.1), true),
-          ag::Variable(uniform({kHidden, kOut}, 3, 0.5), true), ag::Variable(uniform({kOut}, 4, 0.1), true)};
+  return {ag::Variable(uniform({kIn, kHidden}, 1, 0.5), true),
+          ag::Variable(uniform({kHidden}, 2, 0.1), true),
+          ag::Variable(uniform({kHidden, kOut}, 3, 0.5), true),
+          ag::Variable(uniform({kOut}, 4, 0.1), true)};
 }
 
 // The full batch: inputs in [-1, 1), targets a smooth function of them.
@@ -50,7 +52,8 @@ inline Batch make_batch(int64_t rows) {
   Tensor x = uniform({rows, kIn}, 5, 1.0);
   std::vector<double> y;
   for (int64_t i = 0; i < rows; ++i) {
-    const double a = x.at<double>({i, 0}), b = x.at<double>({i, 1}), c = x.at<double>({i, 2}), d = x.at<double>({i, 3});
+    const double a = x.at<double>({i, 0}), b = x.at<double>({i, 1}), c = x.at<double>({i, 2}),
+                 d = x.at<double>({i, 3});
     y.push_back(std::sin(a + b) + 0.5 * c);
     y.push_back(a * d - 0.25 * b);
   }
@@ -58,7 +61,9 @@ inline Batch make_batch(int64_t rows) {
 }
 
 // Rows [start, start + count) as a new tensor.
-inline Tensor rows(const Tensor& t, int64_t start, int64_t count) { return t.slice(start, start + count).contiguous(); }
+inline Tensor rows(const Tensor& t, int64_t start, int64_t count) {
+  return t.slice(start, start + count).contiguous();
+}
 
 inline ag::Variable hidden(const ag::Variable& x, const ag::Variable& w1, const ag::Variable& b1) {
   return ag::relu(ag::matmul(x, w1) + b1);

@@ -66,8 +66,8 @@ using Attrs = std::map<std::string, AttrValue, std::less<>>;
 // op's group calls it. Copies share state (only the mini-step rules have any).
 class Bprop {
  public:
-  using Fn = std::function<TensorList(const TensorList& x, const TensorList& out,
-                                      const TensorList& dout)>;
+  using Fn =
+      std::function<TensorList(const TensorList& x, const TensorList& out, const TensorList& dout)>;
   Bprop() = default;
   Bprop(std::string op, Fn fn) : op_(std::move(op)), fn_(std::move(fn)) {}
 
@@ -173,8 +173,8 @@ Variable sub(const Variable& a, const Variable& b);
 Variable mul(const Variable& a, const Variable& b);
 Variable scale(const Variable& a, double factor);
 Variable matmul(const Variable& a, const Variable& b);  // [m, k] x [k, n]
-Variable sum(const Variable& a);                         // all elements -> 0-d
-Variable mean(const Variable& a);                        // all elements -> 0-d
+Variable sum(const Variable& a);                        // all elements -> 0-d
+Variable mean(const Variable& a);                       // all elements -> 0-d
 Variable square(const Variable& a);
 Variable sin(const Variable& a);
 Variable exp(const Variable& a);
@@ -224,11 +224,16 @@ Variable all_gather_v(const Variable& x, std::string_view group = WORLD);
 Variable reduce_scatter_v(const Variable& x, const std::vector<int64_t>& rows_per_rank,
                           std::string_view group = WORLD);
 
+// Differentiable point-to-point ops take user tags in [0, kMaxDifferentiableTag); their
+// gradients travel on kReservedTagBase + tag (ValueError for other tags).
+inline constexpr int kMaxDifferentiableTag = 1 << 29;
+
 // send returns a 0-d zero "token": a rank whose only link to the loss is a send just calls
 // tape.backward() (or adds the token to its loss); the send's backward receives x's
-// cotangent from dst. `tag` must be in [0, kReservedTagBase).
+// cotangent from dst.
 Variable send(const Variable& x, int dst, std::string_view group = WORLD, int tag = 0);
-Variable recv(const Shape& shape, DType dtype, int src, std::string_view group = WORLD, int tag = 0);
+Variable recv(const Shape& shape, DType dtype, int src, std::string_view group = WORLD,
+              int tag = 0);
 
 // One operation of the differentiable batch_isend_irecv.
 struct P2P {
@@ -251,7 +256,8 @@ std::vector<Variable> neighbor_exchange(const std::vector<Variable>& inputs,
                                         const std::vector<Shape>& recv_shapes,
                                         std::string_view group = WORLD,
                                         DType recv_type = DType::Float32);
-Variable neighbor_exchange_v2(const Variable& x, const HaloSpec& spec, std::string_view group = WORLD);
+Variable neighbor_exchange_v2(const Variable& x, const HaloSpec& spec,
+                              std::string_view group = WORLD);
 
 // Identity forward on a replicated parameter; backward all_reduce SUM of the cotangent over
 // `group` (x1/N with mean_flag): data-parallel gradient sync (MindSpore _MirrorOperator).

@@ -10,14 +10,15 @@
 //
 // Point-to-point tags: the neighbour exchanges and the gradient rules of send/recv use
 // tags from kReservedTagBase (2^30) up, so their messages never match a user's message
-// or each other. User code should keep its own tags below kReservedTagBase; the
-// differentiable send/recv rules reject larger tags.
+// or each other. User code should keep its own tags below kReservedTagBase (and below
+// autograd::kMaxDifferentiableTag = 2^29 for differentiable send/recv, whose gradients
+// travel on kReservedTagBase + tag).
 //
 // Example (2 ranks; each sends its single row to the other and gets the other's):
 //   int peer = 1 - collie::get_rank();
 //   auto got = collie::neighbor_exchange({x}, {peer}, {peer}, {x.shape()});   // got[0]
-//   auto t = collie::all_to_all(y, /*split_dim=*/1, /*concat_dim=*/0);        // y: [a, 2b] -> [2a, b]
-//   auto all = collie::all_gather_v(rows);    // row counts may differ per rank
+//   auto t = collie::all_to_all(y, /*split_dim=*/1, /*concat_dim=*/0);        // y: [a, 2b] -> [2a,
+//   b] auto all = collie::all_gather_v(rows);    // row counts may differ per rank
 #pragma once
 
 #include <cstdint>
@@ -58,7 +59,8 @@ Tensor all_gather_v(const Tensor& tensor, std::string_view group = WORLD,
 
 // The adjoint of all_gather_v: `tensor` has sum(rows_per_rank) rows on every rank; group
 // rank r gets the element-wise SUM over ranks of rows [offset_r, offset_r + rows_per_rank[r]).
-// ValueError: wrong list length, negative counts, or rows != sum(rows_per_rank).
+// Floating dtypes (TypeError otherwise). ValueError: wrong list length, negative counts, or
+// rows != sum(rows_per_rank).
 Tensor reduce_scatter_v(const Tensor& tensor, const std::vector<int64_t>& rows_per_rank,
                         std::string_view group = WORLD);
 
@@ -78,10 +80,10 @@ std::vector<Tensor> neighbor_exchange(const std::vector<Tensor>& inputs,
 // neighbours. Directions are indexed 0..7 = top, top_right, right, bottom_right, bottom,
 // bottom_left, left, top_left; -1 = no neighbour. Lens are [top, bottom, left, right].
 struct HaloSpec {
-  std::vector<int> send_rank_ids;      // 8 world ranks or -1
-  std::vector<int64_t> send_lens;      // 4: rows/cols of x sent in each direction
-  std::vector<int> recv_rank_ids;      // 8 world ranks or -1
-  std::vector<int64_t> recv_lens;      // 4: rows/cols of halo received on each side
+  std::vector<int> send_rank_ids;  // 8 world ranks or -1
+  std::vector<int64_t> send_lens;  // 4: rows/cols of x sent in each direction
+  std::vector<int> recv_rank_ids;  // 8 world ranks or -1
+  std::vector<int64_t> recv_lens;  // 4: rows/cols of halo received on each side
 };
 
 // Output: (N, C, H + recv_top + recv_bottom, W + recv_left + recv_right) with x in the

@@ -20,7 +20,8 @@ Tensor all_to_all(const Tensor& tensor, int64_t split_dim, int64_t concat_dim,
   const int64_t cd = normalize_dim(concat_dim, tensor.dim(), "all_to_all concat_dim");
   if (tensor.size(sd) % n != 0) {
     throw ValueError("all_to_all: size " + std::to_string(tensor.size(sd)) + " of split_dim " +
-                     std::to_string(sd) + " is not divisible by the group size " + std::to_string(n));
+                     std::to_string(sd) + " is not divisible by the group size " +
+                     std::to_string(n));
   }
   const int64_t block = tensor.size(sd) / n;
   std::vector<Tensor> blocks;

@@ -96,8 +96,8 @@ std::vector<int64_t> AttrReader::get_ints(std::string_view name,
   wrong_type(name, "a list of integers");
 }
 
-std::vector<std::string> AttrReader::get_strings(std::string_view name,
-                                                 std::optional<std::vector<std::string>> def) const {
+std::vector<std::string> AttrReader::get_strings(
+    std::string_view name, std::optional<std::vector<std::string>> def) const {
   const AttrValue* v = find(name);
   if (!v) {
     if (!def) missing(name);

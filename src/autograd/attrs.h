@@ -26,11 +26,12 @@ class AttrReader {
   int64_t get_int(std::string_view name, std::optional<int64_t> def = std::nullopt) const;
   double get_double(std::string_view name, std::optional<double> def = std::nullopt) const;
   bool get_bool(std::string_view name, std::optional<bool> def = std::nullopt) const;
-  std::string get_string(std::string_view name, std::optional<std::string> def = std::nullopt) const;
+  std::string get_string(std::string_view name,
+                         std::optional<std::string> def = std::nullopt) const;
   std::vector<int64_t> get_ints(std::string_view name,
                                 std::optional<std::vector<int64_t>> def = std::nullopt) const;
-  std::vector<std::string> get_strings(std::string_view name,
-                                       std::optional<std::vector<std::string>> def = std::nullopt) const;
+  std::vector<std::string> get_strings(
+      std::string_view name, std::optional<std::vector<std::string>> def = std::nullopt) const;
   std::vector<Shape> get_shapes(std::string_view name,
                                 std::optional<std::vector<Shape>> def = std::nullopt) const;
   // "op" as a string ("sum", "prod", "min", "max"), SUM when absent.

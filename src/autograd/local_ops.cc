@@ -12,36 +12,42 @@ using detail::Unary;
 
 Variable add(const Variable& a, const Variable& b) {
   Tensor av = a.value(), bv = b.value();
-  return record1("add", false, {a, b}, detail::add(av, bv), [av, bv](const TensorList& g) -> TensorList {
-    return {detail::sum_to_shape(g[0], av.shape()), detail::sum_to_shape(g[0], bv.shape())};
-  });
+  return record1(
+      "add", false, {a, b}, detail::add(av, bv), [av, bv](const TensorList& g) -> TensorList {
+        return {detail::sum_to_shape(g[0], av.shape()), detail::sum_to_shape(g[0], bv.shape())};
+      });
 }
 
 Variable sub(const Variable& a, const Variable& b) {
   Tensor av = a.value(), bv = b.value();
-  return record1("sub", false, {a, b}, detail::sub(av, bv), [av, bv](const TensorList& g) -> TensorList {
-    return {detail::sum_to_shape(g[0], av.shape()), detail::sum_to_shape(detail::scale(g[0], -1.0), bv.shape())};
-  });
+  return record1("sub", false, {a, b}, detail::sub(av, bv),
+                 [av, bv](const TensorList& g) -> TensorList {
+                   return {detail::sum_to_shape(g[0], av.shape()),
+                           detail::sum_to_shape(detail::scale(g[0], -1.0), bv.shape())};
+                 });
 }
 
 Variable mul(const Variable& a, const Variable& b) {
   Tensor av = a.value(), bv = b.value();
-  return record1("mul", false, {a, b}, detail::mul(av, bv), [av, bv](const TensorList& g) -> TensorList {
-    return {detail::sum_to_shape(detail::mul(g[0], bv), av.shape()),
-            detail::sum_to_shape(detail::mul(g[0], av), bv.shape())};
-  });
+  return record1("mul", false, {a, b}, detail::mul(av, bv),
+                 [av, bv](const TensorList& g) -> TensorList {
+                   return {detail::sum_to_shape(detail::mul(g[0], bv), av.shape()),
+                           detail::sum_to_shape(detail::mul(g[0], av), bv.shape())};
+                 });
 }
 
 Variable scale(const Variable& a, double factor) {
-  return record1("scale", false, {a}, detail::scale(a.value(), factor),
-                 [factor](const TensorList& g) -> TensorList { return {detail::scale(g[0], factor)}; });
+  return record1(
+      "scale", false, {a}, detail::scale(a.value(), factor),
+      [factor](const TensorList& g) -> TensorList { return {detail::scale(g[0], factor)}; });
 }
 
 Variable matmul(const Variable& a, const Variable& b) {
   Tensor av = a.value(), bv = b.value();
-  return record1("matmul", false, {a, b}, detail::matmul(av, bv), [av, bv](const TensorList& g) -> TensorList {
-    return {detail::matmul(g[0], bv.transpose(0, 1)), detail::matmul(av.transpose(0, 1), g[0])};
-  });
+  return record1(
+      "matmul", false, {a, b}, detail::matmul(av, bv), [av, bv](const TensorList& g) -> TensorList {
+        return {detail::matmul(g[0], bv.transpose(0, 1)), detail::matmul(av.transpose(0, 1), g[0])};
+      });
 }
 
 Variable sum(const Variable& a) {
@@ -63,28 +69,32 @@ Variable mean(const Variable& a) {
 
 Variable square(const Variable& a) {
   Tensor av = a.value();
-  return record1("square", false, {a}, detail::unary(av, Unary::Square), [av](const TensorList& g) -> TensorList {
-    return {detail::mul(g[0], detail::scale(av, 2.0))};
-  });
+  return record1("square", false, {a}, detail::unary(av, Unary::Square),
+                 [av](const TensorList& g) -> TensorList {
+                   return {detail::mul(g[0], detail::scale(av, 2.0))};
+                 });
 }
 
 Variable sin(const Variable& a) {
   Tensor av = a.value();
-  return record1("sin", false, {a}, detail::unary(av, Unary::Sin), [av](const TensorList& g) -> TensorList {
-    return {detail::mul(g[0], detail::unary(av, Unary::Cos))};
-  });
+  return record1("sin", false, {a}, detail::unary(av, Unary::Sin),
+                 [av](const TensorList& g) -> TensorList {
+                   return {detail::mul(g[0], detail::unary(av, Unary::Cos))};
+                 });
 }
 
 Variable exp(const Variable& a) {
   Tensor y = detail::unary(a.value(), Unary::Exp);
-  return record1("exp", false, {a}, y, [y](const TensorList& g) -> TensorList { return {detail::mul(g[0], y)}; });
+  return record1("exp", false, {a}, y,
+                 [y](const TensorList& g) -> TensorList { return {detail::mul(g[0], y)}; });
 }
 
 Variable relu(const Variable& a) {
   Tensor av = a.value();
-  return record1("relu", false, {a}, detail::unary(av, Unary::Relu), [av](const TensorList& g) -> TensorList {
-    return {detail::mul(g[0], detail::unary(av, Unary::ReluMask))};
-  });
+  return record1("relu", false, {a}, detail::unary(av, Unary::Relu),
+                 [av](const TensorList& g) -> TensorList {
+                   return {detail::mul(g[0], detail::unary(av, Unary::ReluMask))};
+                 });
 }
 
 Variable reshape(const Variable& a, const Shape& shape) {
@@ -98,7 +108,8 @@ Variable slice(const Variable& a, int64_t dim, int64_t start, int64_t end) {
   const int64_t d = detail::normalize_dim(dim, av.dim(), "slice");
   if (start < 0 || end < start || end > av.size(d)) {
     throw ValueError("slice: [" + std::to_string(start) + ", " + std::to_string(end) +
-                     ") is out of range for dim " + std::to_string(d) + " of size " + std::to_string(av.size(d)));
+                     ") is out of range for dim " + std::to_string(d) + " of size " +
+                     std::to_string(av.size(d)));
   }
   Tensor y = detail::narrow(av, d, start, end - start).contiguous();
   return record1("slice", false, {a}, y, [av, d, start, end](const TensorList& g) -> TensorList {
@@ -115,15 +126,16 @@ Variable cat(const std::vector<Variable>& parts, int64_t dim) {
   const int64_t d = detail::normalize_dim(dim, values[0].dim(), "cat");
   std::vector<int64_t> sizes;
   for (const Tensor& v : values) sizes.push_back(v.size(d));
-  return record1("cat", false, parts, detail::cat_dim(values, d), [d, sizes](const TensorList& g) -> TensorList {
-    TensorList dx;
-    int64_t offset = 0;
-    for (int64_t s : sizes) {
-      dx.push_back(detail::narrow(g[0], d, offset, s).contiguous());
-      offset += s;
-    }
-    return dx;
-  });
+  return record1("cat", false, parts, detail::cat_dim(values, d),
+                 [d, sizes](const TensorList& g) -> TensorList {
+                   TensorList dx;
+                   int64_t offset = 0;
+                   for (int64_t s : sizes) {
+                     dx.push_back(detail::narrow(g[0], d, offset, s).contiguous());
+                     offset += s;
+                   }
+                   return dx;
+                 });
 }
 
 Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }

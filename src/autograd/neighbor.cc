@@ -16,7 +16,8 @@ namespace {
 using autograd::detail::add_into;
 using autograd::detail::narrow;
 
-std::vector<Tensor> received_only(const std::vector<P2POp>& ops, const std::vector<Tensor>& results) {
+std::vector<Tensor> received_only(const std::vector<P2POp>& ops,
+                                  const std::vector<Tensor>& results) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind == P2POp::Kind::IRECV) out.push_back(results[i]);
@@ -30,8 +31,12 @@ std::vector<Tensor> received_only(const std::vector<P2POp>& ops, const std::vect
 int opposite(int d) { return (d + 4) % 8; }
 
 enum class Band { Low, Mid, High };  // rows: top/mid/bottom; cols: left/mid/right
-Band row_band(int d) { return d == 0 || d == 1 || d == 7 ? Band::Low : (d == 2 || d == 6 ? Band::Mid : Band::High); }
-Band col_band(int d) { return d == 5 || d == 6 || d == 7 ? Band::Low : (d == 0 || d == 4 ? Band::Mid : Band::High); }
+Band row_band(int d) {
+  return d == 0 || d == 1 || d == 7 ? Band::Low : (d == 2 || d == 6 ? Band::Mid : Band::High);
+}
+Band col_band(int d) {
+  return d == 5 || d == 6 || d == 7 ? Band::Low : (d == 0 || d == 4 ? Band::Mid : Band::High);
+}
 
 struct Range {
   int64_t start, len;
@@ -46,34 +51,46 @@ struct Lens {
 // The slice of an (H, W) interior sent in direction d: an edge band of width send_lens.
 Range send_rows(int d, const Lens& s, int64_t h) {
   switch (row_band(d)) {
-    case Band::Low: return {0, s.top};
-    case Band::Mid: return {0, h};
-    case Band::High: return {h - s.bottom, s.bottom};
+    case Band::Low:
+      return {0, s.top};
+    case Band::Mid:
+      return {0, h};
+    case Band::High:
+      return {h - s.bottom, s.bottom};
   }
   return {0, 0};
 }
 Range send_cols(int d, const Lens& s, int64_t w) {
   switch (col_band(d)) {
-    case Band::Low: return {0, s.left};
-    case Band::Mid: return {0, w};
-    case Band::High: return {w - s.right, s.right};
+    case Band::Low:
+      return {0, s.left};
+    case Band::Mid:
+      return {0, w};
+    case Band::High:
+      return {w - s.right, s.right};
   }
   return {0, 0};
 }
 // The halo region of the padded output filled from direction d.
 Range recv_rows(int d, const Lens& r, int64_t h) {
   switch (row_band(d)) {
-    case Band::Low: return {0, r.top};
-    case Band::Mid: return {r.top, h};
-    case Band::High: return {r.top + h, r.bottom};
+    case Band::Low:
+      return {0, r.top};
+    case Band::Mid:
+      return {r.top, h};
+    case Band::High:
+      return {r.top + h, r.bottom};
   }
   return {0, 0};
 }
 Range recv_cols(int d, const Lens& r, int64_t w) {
   switch (col_band(d)) {
-    case Band::Low: return {0, r.left};
-    case Band::Mid: return {r.left, w};
-    case Band::High: return {r.left + w, r.right};
+    case Band::Low:
+      return {0, r.left};
+    case Band::Mid:
+      return {r.left, w};
+    case Band::High:
+      return {r.left + w, r.right};
   }
   return {0, 0};
 }
@@ -89,9 +106,11 @@ void check_ids(const std::vector<int>& ids, const char* name) {
   }
   std::set<int> seen;
   for (int id : ids) {
-    if (id < -1) throw ValueError(std::string("neighbor_exchange_v2: ") + name + " has a value below -1");
+    if (id < -1)
+      throw ValueError(std::string("neighbor_exchange_v2: ") + name + " has a value below -1");
     if (id >= 0 && !seen.insert(id).second) {
-      throw ValueError(std::string("neighbor_exchange_v2: ") + name + " repeats rank " + std::to_string(id));
+      throw ValueError(std::string("neighbor_exchange_v2: ") + name + " repeats rank " +
+                       std::to_string(id));
     }
   }
 }
@@ -102,7 +121,8 @@ void check_lens(const std::vector<int64_t>& lens, const char* name) {
                      std::to_string(lens.size()));
   }
   for (int64_t v : lens) {
-    if (v < 0) throw ValueError(std::string("neighbor_exchange_v2: ") + name + " has a negative value");
+    if (v < 0)
+      throw ValueError(std::string("neighbor_exchange_v2: ") + name + " has a negative value");
   }
 }
 
@@ -145,7 +165,8 @@ Tensor neighbor_exchange_v2(const Tensor& x, const HaloSpec& spec, std::string_v
     throw ValueError("neighbor_exchange_v2: send_lens exceed the tensor's H " + std::to_string(h) +
                      " or W " + std::to_string(w));
   }
-  Tensor out = Tensor::zeros(with_hw(x.shape(), r.top + h + r.bottom, r.left + w + r.right), x.dtype());
+  Tensor out =
+      Tensor::zeros(with_hw(x.shape(), r.top + h + r.bottom, r.left + w + r.right), x.dtype());
   region(out, {r.top, h}, {r.left, w}).copy_from(x);
 
   std::vector<P2POp> ops;
@@ -216,11 +237,14 @@ Tensor neighbor_exchange_v2_grad(const Tensor& dy, const HaloSpec& spec, std::st
 
 namespace collie::autograd::detail {
 
-std::vector<Tensor> exchange_lists(const std::vector<Tensor>& inputs, const std::vector<int>& send_rank_ids,
-                                   const std::vector<int>& recv_rank_ids, const std::vector<Shape>& recv_shapes,
-                                   std::string_view group, DType dtype, int tag) {
+std::vector<Tensor> exchange_lists(const std::vector<Tensor>& inputs,
+                                   const std::vector<int>& send_rank_ids,
+                                   const std::vector<int>& recv_rank_ids,
+                                   const std::vector<Shape>& recv_shapes, std::string_view group,
+                                   DType dtype, int tag) {
   std::vector<P2POp> ops;
-  for (size_t i = 0; i < inputs.size(); ++i) ops.emplace_back("isend", inputs[i], send_rank_ids[i], group, tag);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ops.emplace_back("isend", inputs[i], send_rank_ids[i], group, tag);
   for (size_t i = 0; i < recv_shapes.size(); ++i) {
     ops.emplace_back("irecv", recv_shapes[i], recv_rank_ids[i], group, tag, dtype);
   }

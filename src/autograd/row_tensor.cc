@@ -16,7 +16,8 @@ int64_t row_numel(const Shape& dense_shape) {
 }
 
 void check_rows(const RowTensor& rows, const char* what) {
-  if (rows.dense_shape.empty()) throw ValueError(std::string(what) + ": dense_shape must have a dim 0");
+  if (rows.dense_shape.empty())
+    throw ValueError(std::string(what) + ": dense_shape must have a dim 0");
   const int64_t nnz = rows.indices.numel();
   if (rows.indices.dim() != 1 || rows.values.dim() == 0 || rows.values.size(0) != nnz ||
       rows.values.numel() != nnz * row_numel(rows.dense_shape)) {
@@ -41,7 +42,8 @@ Tensor to_dense(const RowTensor& rows) {
                        std::to_string(rows.dense_shape[0]) + " rows");
     }
     for (int64_t k = 0; k < width; ++k) {
-      dense[static_cast<size_t>(row * width + k)] += val[i * static_cast<size_t>(width) + static_cast<size_t>(k)];
+      dense[static_cast<size_t>(row * width + k)] +=
+          val[i * static_cast<size_t>(width) + static_cast<size_t>(k)];
     }
   }
   return Tensor::from_vector(dense, rows.dense_shape).to(rows.values.dtype());
@@ -55,8 +57,10 @@ RowTensor coalesce(const RowTensor& rows) {
   // Ordered by index; repeated rows summed in the order they appear.
   std::map<int64_t, std::vector<double>> merged;
   for (size_t i = 0; i < idx.size(); ++i) {
-    auto& acc = merged.try_emplace(static_cast<int64_t>(idx[i]), static_cast<size_t>(width), 0.0).first->second;
-    for (int64_t k = 0; k < width; ++k) acc[static_cast<size_t>(k)] += val[i * static_cast<size_t>(width) + static_cast<size_t>(k)];
+    auto& acc = merged.try_emplace(static_cast<int64_t>(idx[i]), static_cast<size_t>(width), 0.0)
+                    .first->second;
+    for (int64_t k = 0; k < width; ++k)
+      acc[static_cast<size_t>(k)] += val[i * static_cast<size_t>(width) + static_cast<size_t>(k)];
   }
   std::vector<int64_t> out_idx;
   std::vector<double> out_val;
@@ -66,8 +70,8 @@ RowTensor coalesce(const RowTensor& rows) {
   }
   Shape value_shape = rows.dense_shape;
   value_shape[0] = static_cast<int64_t>(out_idx.size());
-  return {Tensor::from_vector(out_idx), Tensor::from_vector(out_val, value_shape).to(rows.values.dtype()),
-          rows.dense_shape};
+  return {Tensor::from_vector(out_idx),
+          Tensor::from_vector(out_val, value_shape).to(rows.values.dtype()), rows.dense_shape};
 }
 
 RowTensor all_reduce_rows(const RowTensor& rows, std::string_view group) {

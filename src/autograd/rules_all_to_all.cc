@@ -33,7 +33,8 @@ Bprop::Fn make_all_to_all_v(const AttrReader& a) {
   const std::string group = a.group();
   const auto send = a.get_ints("send_numel_list");
   const auto recv = a.get_ints("recv_numel_list");
-  return [group, send, recv](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+  return [group, send, recv](const TensorList& x, const TensorList&,
+                             const TensorList& dout) -> TensorList {
     const Tensor& dy = one(dout, "all_to_all_v", "dout");
     require_floating(dy, "all_to_all_v");
     Tensor dx = collie::all_to_all_v(dy, recv, send, group);
@@ -53,7 +54,9 @@ Bprop::Fn make_all_to_all_single(const AttrReader& a) {
     const Tensor& x0 = one(x, "all_to_all_single_with_output_shape", "x");
     const Tensor& dy = one(dout, "all_to_all_single_with_output_shape", "dout");
     require_floating(dy, "all_to_all_single_with_output_shape");
-    return {collie::all_to_all_single_with_output_shape(x0.shape(), dy, in_splits, out_splits, group).first};
+    return {
+        collie::all_to_all_single_with_output_shape(x0.shape(), dy, in_splits, out_splits, group)
+            .first};
   };
 }
 
@@ -75,7 +78,8 @@ Bprop::Fn make_all_to_all_list(const AttrReader& a) {
 Bprop::Fn make_all_to_all_v_c(const AttrReader& a) {
   const std::string group = a.group();
   const auto matrix = a.get_ints("send_count_matrix");
-  return [group, matrix](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+  return [group, matrix](const TensorList& x, const TensorList&,
+                         const TensorList& dout) -> TensorList {
     if (x.empty() || x.size() > 2) {
       throw ValueError("bprop of all_to_all_v_c: x is [input] or [input, prior output], got " +
                        std::to_string(x.size()) + " tensors");
@@ -84,8 +88,9 @@ Bprop::Fn make_all_to_all_v_c(const AttrReader& a) {
     require_floating(dy, "all_to_all_v_c");
     const size_t n = static_cast<size_t>(get_group_size(group));
     if (matrix.size() != n * n) {
-      throw ValueError("bprop of all_to_all_v_c: send_count_matrix has " + std::to_string(matrix.size()) +
-                       " entries for a group of " + std::to_string(n));
+      throw ValueError("bprop of all_to_all_v_c: send_count_matrix has " +
+                       std::to_string(matrix.size()) + " entries for a group of " +
+                       std::to_string(n));
     }
     std::vector<int64_t> transposed(n * n);
     for (size_t i = 0; i < n; ++i) {

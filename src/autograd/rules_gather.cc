@@ -14,13 +14,14 @@ namespace collie::autograd::detail {
 Bprop::Fn make_all_gather(const AttrReader& a) {
   const std::string group = a.group();
   const bool mean = a.get_bool("mean_flag", false);
-  return [group, mean](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
-    const Tensor& dy = one(dout, "all_gather_into_tensor", "dout");
-    require_floating(dy, "all_gather_into_tensor");
-    Tensor dx = collie::reduce_scatter_tensor(dy, ReduceOp::SUM, group).first;
-    if (!x.empty()) dx = dx.reshape(x[0].shape());  // a 0-d input was gathered as [N]
-    return {mean ? scale(dx, 1.0 / get_group_size(group)) : dx};
-  };
+  return
+      [group, mean](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+        const Tensor& dy = one(dout, "all_gather_into_tensor", "dout");
+        require_floating(dy, "all_gather_into_tensor");
+        Tensor dx = collie::reduce_scatter_tensor(dy, ReduceOp::SUM, group).first;
+        if (!x.empty()) dx = dx.reshape(x[0].shape());  // a 0-d input was gathered as [N]
+        return {mean ? scale(dx, 1.0 / get_group_size(group)) : dx};
+      };
 }
 
 // reduce_scatter SUM's adjoint is all_gather. For PROD/MIN/MAX an all_gather of the
@@ -29,8 +30,10 @@ Bprop::Fn make_reduce_scatter(const AttrReader& a) {
   const std::string group = a.group();
   const ReduceOp op = a.reduce_op();
   if (op != ReduceOp::SUM) {
-    throw RuntimeError("get_bprop(\"" + a.op() + "\"): the gradient of reduce_scatter is defined for op=sum "
-                       "only, got op=" + std::string(reduce_op_name(op)) +
+    throw RuntimeError("get_bprop(\"" + a.op() +
+                       "\"): the gradient of reduce_scatter is defined for op=sum "
+                       "only, got op=" +
+                       std::string(reduce_op_name(op)) +
                        " (all_gather of the cotangent would be wrong for it); use all_reduce with "
                        "that op, whose rule handles it, and slice");
   }
@@ -46,17 +49,18 @@ Bprop::Fn make_reduce_scatter(const AttrReader& a) {
 Bprop::Fn make_all_gather_v(const AttrReader& a) {
   const std::string group = a.group();
   const std::vector<int64_t> given = a.get_ints("rows_per_rank", std::vector<int64_t>{});
-  return [group, given](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
-    const Tensor& dy = one(dout, "all_gather_v", "dout");
-    std::vector<int64_t> rows = given;
-    if (rows.empty()) {
-      const Tensor& x0 = one(x, "all_gather_v", "x");
-      Tensor mine = Tensor::from_vector(std::vector<int64_t>{x0.size(0)});
-      Tensor all = collie::all_gather_into_tensor(mine, group).first;
-      for (int64_t i = 0; i < all.numel(); ++i) rows.push_back(all.data<int64_t>()[i]);
-    }
-    return {collie::reduce_scatter_v(dy, rows, group)};
-  };
+  return
+      [group, given](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+        const Tensor& dy = one(dout, "all_gather_v", "dout");
+        std::vector<int64_t> rows = given;
+        if (rows.empty()) {
+          const Tensor& x0 = one(x, "all_gather_v", "x");
+          Tensor mine = Tensor::from_vector(std::vector<int64_t>{x0.size(0)});
+          Tensor all = collie::all_gather_into_tensor(mine, group).first;
+          for (int64_t i = 0; i < all.numel(); ++i) rows.push_back(all.data<int64_t>()[i]);
+        }
+        return {collie::reduce_scatter_v(dy, rows, group)};
+      };
 }
 
 Bprop::Fn make_reduce_scatter_v(const AttrReader& a) {

@@ -27,11 +27,12 @@ Bprop::Fn make_send(const AttrReader& a) {
   const std::string group = a.group();
   const int dst = a.get_rank_like("dst", 0);
   const int tag = grad_tag(a.get_rank_like("tag", 0), "send");
-  return [group, dst, tag](const TensorList& x, const TensorList&, const TensorList&) -> TensorList {
-    const Tensor& x0 = one(x, "send", "x");
-    require_floating(x0, "send");
-    return {collie::recv(zeros_like(x0), dst, group, tag)};
-  };
+  return
+      [group, dst, tag](const TensorList& x, const TensorList&, const TensorList&) -> TensorList {
+        const Tensor& x0 = one(x, "send", "x");
+        require_floating(x0, "send");
+        return {collie::recv(zeros_like(x0), dst, group, tag)};
+      };
 }
 
 // recv's adjoint: send the cotangent back to the source. The receive's template input
@@ -40,7 +41,8 @@ Bprop::Fn make_recv(const AttrReader& a) {
   const std::string group = a.group();
   const int src = a.get_rank_like("src", 0);
   const int tag = grad_tag(a.get_rank_like("tag", 0), "recv");
-  return [group, src, tag](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+  return [group, src, tag](const TensorList& x, const TensorList&,
+                           const TensorList& dout) -> TensorList {
     const Tensor& dy = one(dout, "recv", "dout");
     require_floating(dy, "recv");
     collie::send(dy, src, group, tag);
@@ -58,9 +60,10 @@ Bprop::Fn make_batch_isend_irecv(const AttrReader& a) {
   const auto peers = a.get_ints("peers");
   auto tags = a.get_ints("tags", std::vector<int64_t>(kinds.size(), 0));
   if (peers.size() != kinds.size() || tags.size() != kinds.size()) {
-    throw ValueError("get_bprop(\"batch_isend_irecv\"): ops, peers and tags need the same length, got " +
-                     std::to_string(kinds.size()) + ", " + std::to_string(peers.size()) + ", " +
-                     std::to_string(tags.size()));
+    throw ValueError(
+        "get_bprop(\"batch_isend_irecv\"): ops, peers and tags need the same length, got " +
+        std::to_string(kinds.size()) + ", " + std::to_string(peers.size()) + ", " +
+        std::to_string(tags.size()));
   }
   std::vector<bool> is_send;
   for (size_t i = 0; i < kinds.size(); ++i) {
@@ -89,7 +92,8 @@ Bprop::Fn make_batch_isend_irecv(const AttrReader& a) {
     if (ops.empty()) return {};
     TensorList back = collie::batch_isend_irecv(ops);
     TensorList dx;
-    for (size_t i = 0; i < is_send.size(); ++i) dx.push_back(is_send[i] ? back[i] : zeros_like(x[i]));
+    for (size_t i = 0; i < is_send.size(); ++i)
+      dx.push_back(is_send[i] ? back[i] : zeros_like(x[i]));
     return dx;
   };
 }
@@ -104,7 +108,8 @@ Bprop::Fn make_neighbor_exchange(const AttrReader& a) {
   const auto recv_shapes = a.get_shapes("recv_shapes");
   const auto send_shapes = a.get_shapes("send_shapes", std::vector<Shape>{});
   if (recv_shapes.size() != recv_ids.size()) {
-    throw ValueError("get_bprop(\"neighbor_exchange\"): recv_shapes and recv_rank_ids differ in length");
+    throw ValueError(
+        "get_bprop(\"neighbor_exchange\"): recv_shapes and recv_rank_ids differ in length");
   }
   return [group, send_ids, recv_ids, send_shapes](const TensorList& x, const TensorList&,
                                                   const TensorList& dout) -> TensorList {
@@ -116,10 +121,12 @@ Bprop::Fn make_neighbor_exchange(const AttrReader& a) {
       for (const Tensor& t : x) shapes.push_back(t.shape());
     }
     if (shapes.size() != send_ids.size()) {
-      throw ValueError("bprop of neighbor_exchange: send_shapes and send_rank_ids differ in length");
+      throw ValueError(
+          "bprop of neighbor_exchange: send_shapes and send_rank_ids differ in length");
     }
     for (const Tensor& t : dout) require_floating(t, "neighbor_exchange");
-    const DType dtype = !dout.empty() ? dout[0].dtype() : (!x.empty() ? x[0].dtype() : DType::Float32);
+    const DType dtype =
+        !dout.empty() ? dout[0].dtype() : (!x.empty() ? x[0].dtype() : DType::Float32);
     return exchange_lists(dout, recv_ids, send_ids, shapes, group, dtype, kNeighborGradTag);
   };
 }
@@ -133,7 +140,8 @@ Bprop::Fn make_neighbor_exchange_v2(const AttrReader& a) {
   spec.recv_lens = a.get_ints("recv_lens");
   const std::string format = a.get_string("data_format", std::string("NCHW"));
   if (format != "NCHW") {
-    throw ValueError("get_bprop(\"neighbor_exchange_v2\"): data_format must be \"NCHW\", got \"" + format + "\"");
+    throw ValueError("get_bprop(\"neighbor_exchange_v2\"): data_format must be \"NCHW\", got \"" +
+                     format + "\"");
   }
   return [group, spec](const TensorList&, const TensorList&, const TensorList& dout) -> TensorList {
     const Tensor& dy = one(dout, "neighbor_exchange_v2", "dout");

@@ -38,7 +38,8 @@ Tensor extremum_rule(const Tensor& x, const Tensor& y, const Tensor& dy, const s
   expect_dtype(x, dy, "all_reduce(max/min)");
   const int64_t n = x.numel();
   Tensor mask = equal_mask(x, y);
-  Tensor summed = collie::all_reduce(cat_dim({flatten(dy), flatten(mask)}, 0), ReduceOp::SUM, group).first;
+  Tensor summed =
+      collie::all_reduce(cat_dim({flatten(dy), flatten(mask)}, 0), ReduceOp::SUM, group).first;
   Tensor s = narrow(summed, 0, 0, n).contiguous();
   Tensor count = narrow(summed, 0, n, n).contiguous();
   return split_evenly(s, flatten(mask), count).reshape(x.shape());
@@ -72,11 +73,13 @@ struct Accumulation {
 Bprop::Fn make_all_reduce(const AttrReader& a) {
   const ReduceOp op = a.reduce_op();
   const std::string group = a.group();
-  return [op, group](const TensorList& x, const TensorList& out, const TensorList& dout) -> TensorList {
+  return [op, group](const TensorList& x, const TensorList& out,
+                     const TensorList& dout) -> TensorList {
     if (dout.size() == 2) {
       if (op != ReduceOp::SUM) {
-        throw ValueError("bprop of all_reduce: a row-sparse cotangent [indices, values] needs op=sum, got " +
-                         std::string(reduce_op_name(op)));
+        throw ValueError(
+            "bprop of all_reduce: a row-sparse cotangent [indices, values] needs op=sum, got " +
+            std::string(reduce_op_name(op)));
       }
       return sparse_sum(x, dout, group, 1.0);
     }
@@ -107,8 +110,10 @@ Bprop::Fn make_mirror(const AttrReader& a) {
   const bool mean = a.get_bool("mean_flag", false);
   const std::optional<int64_t> dev_num =
       a.has("dev_num") ? std::optional<int64_t>(a.get_int("dev_num")) : std::nullopt;
-  if (dev_num && *dev_num < 1) throw ValueError("get_bprop(\"mirror\"): dev_num must be at least 1");
-  return [group, mean, dev_num](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+  if (dev_num && *dev_num < 1)
+    throw ValueError("get_bprop(\"mirror\"): dev_num must be at least 1");
+  return [group, mean, dev_num](const TensorList& x, const TensorList&,
+                                const TensorList& dout) -> TensorList {
     const int64_t n = dev_num ? *dev_num : get_group_size(group);
     if (n == 1) return dout;  // nothing to synchronise (as MindSpore)
     const double factor = mean ? 1.0 / static_cast<double>(n) : 1.0;
@@ -141,12 +146,15 @@ Bprop::Fn make_mirror_mini_step(const AttrReader& a) {
   const std::string group = a.group();
   const bool mean = a.get_bool("mean_flag", false);
   const int64_t k = a.get_int("accumulation_steps", 1);
-  if (k < 1) throw ValueError("get_bprop(\"mirror_mini_step\"): accumulation_steps must be at least 1");
+  if (k < 1)
+    throw ValueError("get_bprop(\"mirror_mini_step\"): accumulation_steps must be at least 1");
   auto state = std::make_shared<Accumulation>();
-  return [group, mean, k, state](const TensorList&, const TensorList&, const TensorList& dout) -> TensorList {
+  return [group, mean, k, state](const TensorList&, const TensorList&,
+                                 const TensorList& dout) -> TensorList {
     if (dout.size() != 1) {
-      throw ValueError("bprop of mirror_mini_step: expects one dense cotangent (row-sparse "
-                       "accumulation is not supported; MindSpore silently returns zeros)");
+      throw ValueError(
+          "bprop of mirror_mini_step: expects one dense cotangent (row-sparse "
+          "accumulation is not supported; MindSpore silently returns zeros)");
     }
     const Tensor& dy = dout[0];
     require_floating(dy, "mirror_mini_step");
@@ -164,15 +172,18 @@ Bprop::Fn make_mini_step_all_gather(const AttrReader& a) {
   const std::string group = a.group();
   const bool mean = a.get_bool("mean_flag", false);
   const int64_t k = a.get_int("accumulation_steps", 1);
-  if (k < 1) throw ValueError("get_bprop(\"mini_step_all_gather\"): accumulation_steps must be at least 1");
+  if (k < 1)
+    throw ValueError("get_bprop(\"mini_step_all_gather\"): accumulation_steps must be at least 1");
   auto state = std::make_shared<Accumulation>();
-  return [group, mean, k, state](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+  return [group, mean, k, state](const TensorList& x, const TensorList&,
+                                 const TensorList& dout) -> TensorList {
     const Tensor& shard = one(x, "mini_step_all_gather", "x");
     const Tensor& dy = one(dout, "mini_step_all_gather", "dout");
     require_floating(dy, "mini_step_all_gather");
     state->sum = state->sum ? add(*state->sum, dy) : dy.contiguous().clone();
     if (++state->calls < k) return {zeros_like(shard)};
-    Tensor g = collie::reduce_scatter_tensor(*state->sum, ReduceOp::SUM, group).first.reshape(shard.shape());
+    Tensor g = collie::reduce_scatter_tensor(*state->sum, ReduceOp::SUM, group)
+                   .first.reshape(shard.shape());
     *state = Accumulation{};
     return {mean ? scale(g, 1.0 / get_group_size(group)) : g};
   };

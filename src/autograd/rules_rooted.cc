@@ -38,7 +38,8 @@ Bprop::Fn make_reduce(const AttrReader& a) {
   const std::string group = a.group();
   const int dst = a.get_rank_like("dst");
   const ReduceOp op = a.reduce_op();
-  return [group, dst, op](const TensorList& x, const TensorList& out, const TensorList& dout) -> TensorList {
+  return [group, dst, op](const TensorList& x, const TensorList& out,
+                          const TensorList& dout) -> TensorList {
     const Tensor& x0 = one(x, "reduce", "x");
     require_floating(x0, "reduce");
     const bool root = is_root(dst);
@@ -73,31 +74,33 @@ Bprop::Fn make_reduce(const AttrReader& a) {
 Bprop::Fn make_gather(const AttrReader& a) {
   const std::string group = a.group();
   const int dst = a.get_rank_like("dst", 0);
-  return [group, dst](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
-    const Tensor& x0 = one(x, "gather_into_tensor", "x");
-    require_floating(x0, "gather_into_tensor");
-    Shape full = x0.shape().empty() ? Shape{1} : x0.shape();
-    full[0] *= get_group_size(group);
-    Tensor seed = Tensor::zeros(full, x0.dtype());
-    if (is_root(dst)) {
-      seed = one(dout, "gather_into_tensor", "dout");
-      expect_shape(seed, full, "gather_into_tensor", "dout on the root");
-    }
-    return {collie::scatter_tensor(seed, dst, group).reshape(x0.shape())};
-  };
+  return
+      [group, dst](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+        const Tensor& x0 = one(x, "gather_into_tensor", "x");
+        require_floating(x0, "gather_into_tensor");
+        Shape full = x0.shape().empty() ? Shape{1} : x0.shape();
+        full[0] *= get_group_size(group);
+        Tensor seed = Tensor::zeros(full, x0.dtype());
+        if (is_root(dst)) {
+          seed = one(dout, "gather_into_tensor", "dout");
+          expect_shape(seed, full, "gather_into_tensor", "dout on the root");
+        }
+        return {collie::scatter_tensor(seed, dst, group).reshape(x0.shape())};
+      };
 }
 
 // scatter's adjoint: gather of the cotangents to the root; zeros on other ranks.
 Bprop::Fn make_scatter(const AttrReader& a) {
   const std::string group = a.group();
   const int src = a.get_rank_like("src", 0);
-  return [group, src](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
-    const Tensor& x0 = one(x, "scatter_tensor", "x");
-    const Tensor& dy = one(dout, "scatter_tensor", "dout");
-    require_floating(dy, "scatter_tensor");
-    Tensor total = collie::gather_into_tensor(dy, src, group);
-    return {is_root(src) ? total.reshape(x0.shape()) : zeros_like(x0)};
-  };
+  return
+      [group, src](const TensorList& x, const TensorList&, const TensorList& dout) -> TensorList {
+        const Tensor& x0 = one(x, "scatter_tensor", "x");
+        const Tensor& dy = one(dout, "scatter_tensor", "dout");
+        require_floating(dy, "scatter_tensor");
+        Tensor total = collie::gather_into_tensor(dy, src, group);
+        return {is_root(src) ? total.reshape(x0.shape()) : zeros_like(x0)};
+      };
 }
 
 }  // namespace collie::autograd::detail

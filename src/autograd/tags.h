@@ -8,16 +8,16 @@
 // forward messages, nor the reverse.
 #pragma once
 
+#include "collie/autograd.h"
 #include "collie/comm_ext.h"
 
 namespace collie::autograd::detail {
 
-inline constexpr int kMaxDifferentiableTag = 1 << 29;
-inline constexpr int kGradTagBase = kReservedTagBase;                  // + user tag
-inline constexpr int kNeighborTag = kReservedTagBase + (1 << 29);      // NeighborExchange forward
-inline constexpr int kNeighborGradTag = kNeighborTag + 1;              // its backward
-inline constexpr int kHaloTag = kNeighborTag + 16;                     // + direction (0..7)
-inline constexpr int kHaloGradTag = kNeighborTag + 32;                 // + direction (0..7)
+inline constexpr int kGradTagBase = kReservedTagBase;              // + user tag
+inline constexpr int kNeighborTag = kReservedTagBase + (1 << 29);  // NeighborExchange forward
+inline constexpr int kNeighborGradTag = kNeighborTag + 1;          // its backward
+inline constexpr int kHaloTag = kNeighborTag + 16;                 // + direction (0..7)
+inline constexpr int kHaloGradTag = kNeighborTag + 32;             // + direction (0..7)
 
 // The tag a gradient message of user tag `tag` uses; ValueError outside
 // [0, kMaxDifferentiableTag).

@@ -14,8 +14,9 @@ thread_local std::vector<TapeImpl*> tape_stack;
 
 void check_cotangent(const VarImpl& v, const Tensor& g, const std::string& where) {
   if (g.shape() != v.value.shape()) {
-    throw ValueError("autograd: " + where + " gives a cotangent of shape " + shape_to_string(g.shape()) +
-                     " for a value of shape " + shape_to_string(v.value.shape()));
+    throw ValueError("autograd: " + where + " gives a cotangent of shape " +
+                     shape_to_string(g.shape()) + " for a value of shape " +
+                     shape_to_string(v.value.shape()));
   }
 }
 
@@ -65,8 +66,9 @@ Variable record1(std::string name, bool collective, const std::vector<Variable>&
 
 void TapeImpl::run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>& seeds) {
   if (used) {
-    throw RuntimeError("Tape::backward: this tape has already run backward; record the ops again "
-                       "under a new Tape");
+    throw RuntimeError(
+        "Tape::backward: this tape has already run backward; record the ops again "
+        "under a new Tape");
   }
   used = true;
   if (!seeds.empty() && seeds.size() != roots.size()) {
@@ -75,7 +77,8 @@ void TapeImpl::run_backward(const std::vector<Variable>& roots, const std::vecto
   }
   std::unordered_map<uint64_t, Tensor> cot;
   std::unordered_map<uint64_t, std::shared_ptr<VarImpl>> leaves;
-  auto accumulate = [&](const std::shared_ptr<VarImpl>& v, const Tensor& g, const std::string& where) {
+  auto accumulate = [&](const std::shared_ptr<VarImpl>& v, const Tensor& g,
+                        const std::string& where) {
     check_cotangent(*v, g, where);
     auto it = cot.find(v->id);
     if (it == cot.end()) {
@@ -114,11 +117,13 @@ void TapeImpl::run_backward(const std::vector<Variable>& roots, const std::vecto
     }
     TensorList dxs = node->vjp(douts);
     if (dxs.size() != node->inputs.size()) {
-      throw RuntimeError("autograd: the backward of " + node->name + " returned " + std::to_string(dxs.size()) +
-                         " cotangents for " + std::to_string(node->inputs.size()) + " inputs (a bug)");
+      throw RuntimeError("autograd: the backward of " + node->name + " returned " +
+                         std::to_string(dxs.size()) + " cotangents for " +
+                         std::to_string(node->inputs.size()) + " inputs (a bug)");
     }
     for (size_t i = 0; i < dxs.size(); ++i) {
-      if (node->inputs[i]->requires_grad) accumulate(node->inputs[i], dxs[i], "the backward of " + node->name);
+      if (node->inputs[i]->requires_grad)
+        accumulate(node->inputs[i], dxs[i], "the backward of " + node->name);
     }
   }
 

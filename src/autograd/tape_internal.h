@@ -21,7 +21,7 @@ struct VarImpl {
   uint64_t id = 0;  // unique per process: cotangents are keyed by it, never by address
   Tensor value;
   bool requires_grad = false;
-  bool is_leaf = true;        // made by the user, or by an op that was not recorded
+  bool is_leaf = true;         // made by the user, or by an op that was not recorded
   std::optional<Tensor> grad;  // accumulated by backward (leaves only)
 };
 

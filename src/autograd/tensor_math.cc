@@ -53,9 +53,12 @@ enum class Bin { Add, Sub, Mul };
 template <typename T>
 T apply(Bin op, T a, T b) {
   switch (op) {
-    case Bin::Add: return a + b;
-    case Bin::Sub: return a - b;
-    case Bin::Mul: return a * b;
+    case Bin::Add:
+      return a + b;
+    case Bin::Sub:
+      return a - b;
+    case Bin::Mul:
+      return a * b;
   }
   return a;
 }
@@ -105,12 +108,18 @@ decltype(auto) float_dispatch(DType dt, Fn&& fn) {
 template <typename T>
 T unary_value(Unary op, T x) {
   switch (op) {
-    case Unary::Sin: return std::sin(x);
-    case Unary::Cos: return std::cos(x);
-    case Unary::Exp: return std::exp(x);
-    case Unary::Square: return x * x;
-    case Unary::Relu: return x > T(0) ? x : T(0);
-    case Unary::ReluMask: return x > T(0) ? T(1) : T(0);
+    case Unary::Sin:
+      return std::sin(x);
+    case Unary::Cos:
+      return std::cos(x);
+    case Unary::Exp:
+      return std::exp(x);
+    case Unary::Square:
+      return x * x;
+    case Unary::Relu:
+      return x > T(0) ? x : T(0);
+    case Unary::ReluMask:
+      return x > T(0) ? T(1) : T(0);
   }
   return x;
 }
@@ -182,7 +191,8 @@ Tensor unary(const Tensor& a, Unary op) {
 Tensor equal_mask(const Tensor& a, const Tensor& b) {
   require_same_shape(a, b, "equal_mask");
   require_floating(a, "max/min");
-  if (is_half(a.dtype())) return equal_mask(a.to(DType::Float32), b.to(DType::Float32)).to(a.dtype());
+  if (is_half(a.dtype()))
+    return equal_mask(a.to(DType::Float32), b.to(DType::Float32)).to(a.dtype());
   return float_dispatch(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     Tensor ac = a.contiguous(), bc = b.contiguous();
@@ -285,17 +295,18 @@ Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
   }
   std::vector<double> acc(static_cast<size_t>(shape_numel(shape)), 0.0);
   std::vector<double> gv = g.to_double_vector();
-  for_each_broadcast(g.shape(), broadcast_strides(shape, g.shape()),
-                     [&](int64_t i, int64_t off) { acc[static_cast<size_t>(off)] += gv[static_cast<size_t>(i)]; });
+  for_each_broadcast(g.shape(), broadcast_strides(shape, g.shape()), [&](int64_t i, int64_t off) {
+    acc[static_cast<size_t>(off)] += gv[static_cast<size_t>(i)];
+  });
   return Tensor::from_vector(acc, shape).to(g.dtype());
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   require_floating(a, "matmul");
   if (a.dim() != 2 || b.dim() != 2 || a.size(1) != b.size(0) || a.dtype() != b.dtype()) {
-    throw ValueError("matmul needs [m, k] x [k, n] of one dtype, got " + shape_to_string(a.shape()) +
-                     " " + dtype_str(a.dtype()) + " and " + shape_to_string(b.shape()) + " " +
-                     dtype_str(b.dtype()));
+    throw ValueError("matmul needs [m, k] x [k, n] of one dtype, got " +
+                     shape_to_string(a.shape()) + " " + dtype_str(a.dtype()) + " and " +
+                     shape_to_string(b.shape()) + " " + dtype_str(b.dtype()));
   }
   if (is_half(a.dtype())) return matmul(a.to(DType::Float32), b.to(DType::Float32)).to(a.dtype());
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
@@ -325,8 +336,8 @@ Tensor flatten(const Tensor& t) { return t.reshape({t.numel()}); }
 int64_t normalize_dim(int64_t dim, int64_t rank, std::string_view what) {
   const int64_t d = dim < 0 ? dim + rank : dim;
   if (d < 0 || d >= rank) {
-    throw ValueError(std::string(what) + ": dim " + std::to_string(dim) + " is out of range for a " +
-                     std::to_string(rank) + "-d tensor");
+    throw ValueError(std::string(what) + ": dim " + std::to_string(dim) +
+                     " is out of range for a " + std::to_string(rank) + "-d tensor");
   }
   return d;
 }

@@ -37,7 +37,7 @@ Tensor product_of_others(const Tensor& stacked, int64_t row);
 Tensor sum_rows(const Tensor& stacked);
 
 // ---- reductions ----
-Tensor sum_all(const Tensor& a);                          // 0-d
+Tensor sum_all(const Tensor& a);                           // 0-d
 Tensor sum_to_shape(const Tensor& g, const Shape& shape);  // undoes broadcasting
 Tensor matmul(const Tensor& a, const Tensor& b);           // [m,k] x [k,n]
 

@@ -46,9 +46,9 @@ void Variable::set_value(const Tensor& value) {
   const auto& impl = checked(impl_);
   if (!impl.is_leaf) throw RuntimeError("Variable::set_value: only a leaf's value can be replaced");
   if (value.shape() != impl.value.shape() || value.dtype() != impl.value.dtype()) {
-    throw ValueError("Variable::set_value: expected shape " + shape_to_string(impl.value.shape()) + " " +
-                     std::string(dtype_name(impl.value.dtype())) + ", got " + shape_to_string(value.shape()) +
-                     " " + std::string(dtype_name(value.dtype())));
+    throw ValueError("Variable::set_value: expected shape " + shape_to_string(impl.value.shape()) +
+                     " " + std::string(dtype_name(impl.value.dtype())) + ", got " +
+                     shape_to_string(value.shape()) + " " + std::string(dtype_name(value.dtype())));
   }
   // A new tensor, not a write into the old one: ops recorded earlier saved the old value.
   impl_->value = value.clone();

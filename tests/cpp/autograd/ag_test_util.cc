@@ -33,7 +33,8 @@ Tensor random_away_from_zero(const Shape& shape, uint64_t seed) {
 
 double dot(const Tensor& a, const Tensor& b) {
   const auto av = a.to_double_vector(), bv = b.to_double_vector();
-  RCHECK_EQ(av.size(), bv.size()) << "dot of " << shape_to_string(a.shape()) << " and " << shape_to_string(b.shape());
+  RCHECK_EQ(av.size(), bv.size()) << "dot of " << shape_to_string(a.shape()) << " and "
+                                  << shape_to_string(b.shape());
   double s = 0;
   for (size_t i = 0; i < av.size(); ++i) s += av[i] * bv[i];
   return s;
@@ -46,13 +47,15 @@ double dot(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   return s;
 }
 
-void check_close(const Tensor& got, const Tensor& want, const std::string& what, double rtol, double atol) {
+void check_close(const Tensor& got, const Tensor& want, const std::string& what, double rtol,
+                 double atol) {
   RCHECK_EQ(shape_to_string(got.shape()), shape_to_string(want.shape())) << what << ": shape";
   const auto g = got.to_double_vector(), w = want.to_double_vector();
   std::ostringstream bad;
   int shown = 0;
   for (size_t i = 0; i < g.size(); ++i) {
-    const bool ok = (std::isnan(g[i]) && std::isnan(w[i])) || std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
+    const bool ok = (std::isnan(g[i]) && std::isnan(w[i])) ||
+                    std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
     if (!ok && shown++ < 5) bad << " [" << i << "] got " << g[i] << " want " << w[i] << ";";
   }
   RCHECK(shown == 0) << what << ": " << shown << " elements differ:" << bad.str();

@@ -30,8 +30,8 @@ double dot(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
 
 // Shape, then every element within atol + rtol*|want|; CheckFailure naming `what` and
 // the first mismatches otherwise.
-void check_close(const Tensor& got, const Tensor& want, const std::string& what, double rtol = 1e-12,
-                 double atol = 1e-12);
+void check_close(const Tensor& got, const Tensor& want, const std::string& what,
+                 double rtol = 1e-12, double atol = 1e-12);
 
 // A test group: its name and world ranks in group order.
 struct TestGroup {

@@ -38,19 +38,25 @@ TEST(CommExt, ArgumentErrors) {
     const std::vector<int> none(8, -1);
     const std::vector<int64_t> zero(4, 0);
     Tensor x = Tensor::ones({1, 1, 2, 2});
-    RCHECK_THROWS(neighbor_exchange_v2(Tensor::ones({2, 2}), spec(none, zero, none, zero)), ValueError, "4-d");
+    RCHECK_THROWS(neighbor_exchange_v2(Tensor::ones({2, 2}), spec(none, zero, none, zero)),
+                  ValueError, "4-d");
     RCHECK_THROWS(neighbor_exchange_v2(x, spec({-1}, zero, none, zero)), ValueError, "8 entries");
-    RCHECK_THROWS(neighbor_exchange_v2(x, spec({-2, -1, -1, -1, -1, -1, -1, -1}, zero, none, zero)), ValueError, "below -1");
-    RCHECK_THROWS(neighbor_exchange_v2(x, spec({1, 1, -1, -1, -1, -1, -1, -1}, zero, none, zero)), ValueError, "repeats rank 1");
-    RCHECK_THROWS(neighbor_exchange_v2(x, spec(none, {0, -1, 0, 0}, none, zero)), ValueError, "negative");
-    RCHECK_THROWS(neighbor_exchange_v2(x, spec(none, {3, 0, 0, 0}, none, zero)), ValueError, "exceed");
+    RCHECK_THROWS(neighbor_exchange_v2(x, spec({-2, -1, -1, -1, -1, -1, -1, -1}, zero, none, zero)),
+                  ValueError, "below -1");
+    RCHECK_THROWS(neighbor_exchange_v2(x, spec({1, 1, -1, -1, -1, -1, -1, -1}, zero, none, zero)),
+                  ValueError, "repeats rank 1");
+    RCHECK_THROWS(neighbor_exchange_v2(x, spec(none, {0, -1, 0, 0}, none, zero)), ValueError,
+                  "negative");
+    RCHECK_THROWS(neighbor_exchange_v2(x, spec(none, {3, 0, 0, 0}, none, zero)), ValueError,
+                  "exceed");
     RCHECK_THROWS(neighbor_exchange({x}, {}, {}, {}), ValueError, "neighbor_exchange");
     RCHECK_THROWS(all_to_all(Tensor::ones({3, 2}), 0, 1), ValueError, "not divisible");
     RCHECK_THROWS(all_to_all(Tensor::ones({2, 2}), 2, 0), ValueError, "out of range");
     RCHECK_THROWS(all_to_all_v(Tensor::ones({3}), {1, 1}, {1, 1}), ValueError, "sums to 2");
     RCHECK_THROWS(all_to_all_v(Tensor::ones({3}), {3}, {3}), ValueError, "one entry per rank");
     RCHECK_THROWS(reduce_scatter_v(Tensor::ones({3, 1}), {1, 1}), ValueError, "sums to 2");
-    RCHECK_THROWS(reduce_scatter_v(Tensor::ones({2, 1}, DType::Int32), {1, 1}), TypeError, "floating");
+    RCHECK_THROWS(reduce_scatter_v(Tensor::ones({2, 1}, DType::Int32), {1, 1}), TypeError,
+                  "floating");
     RCHECK_THROWS(all_gather_v(Tensor::scalar(1)), ValueError, "at least one dim");
     (void)rank;
   });
@@ -73,15 +79,19 @@ TEST(CommExt, UnevenGathersWithNoRowsAnywhere) {
 
 TEST(CommExt, RowTensorHelpers) {
   RowTensor rows{Tensor::from_vector(std::vector<int64_t>{3, 0, 3}),
-                 Tensor::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {3, 2}), {4, 2}};
+                 Tensor::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {3, 2}),
+                 {4, 2}};
   EXPECT_EQ(to_dense(rows).to_double_vector(), (std::vector<double>{3, 4, 0, 0, 0, 0, 6, 8}));
   RowTensor c = coalesce(rows);
   EXPECT_EQ(c.indices.to_double_vector(), (std::vector<double>{0, 3}));
   EXPECT_EQ(c.values.to_double_vector(), (std::vector<double>{3, 4, 6, 8}));
   EXPECT_EQ(c.indices.dtype(), DType::Int64);
-  RowTensor bad{Tensor::from_vector(std::vector<int64_t>{4}), Tensor::ones({1, 2}, DType::Float64), {4, 2}};
+  RowTensor bad{
+      Tensor::from_vector(std::vector<int64_t>{4}), Tensor::ones({1, 2}, DType::Float64), {4, 2}};
   EXPECT_THROW(to_dense(bad), ValueError);
-  RowTensor mismatched{Tensor::from_vector(std::vector<int64_t>{0, 1}), Tensor::ones({1, 2}, DType::Float64), {4, 2}};
+  RowTensor mismatched{Tensor::from_vector(std::vector<int64_t>{0, 1}),
+                       Tensor::ones({1, 2}, DType::Float64),
+                       {4, 2}};
   EXPECT_THROW(coalesce(mismatched), ValueError);
 }
 

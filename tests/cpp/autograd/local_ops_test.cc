@@ -52,7 +52,8 @@ void check_fd(const std::string& what, const std::vector<Tensor>& inputs,
       up[k].data<double>()[i] += h;
       down[k].data<double>()[i] -= h;
       const double fd = (loss_at(up) - loss_at(down)) / (2 * h);
-      EXPECT_NEAR(grad[static_cast<size_t>(i)], fd, 1e-6 * (1 + std::abs(fd))) << what << " input " << k << " element " << i;
+      EXPECT_NEAR(grad[static_cast<size_t>(i)], fd, 1e-6 * (1 + std::abs(fd)))
+          << what << " input " << k << " element " << i;
     }
   }
 }
@@ -72,7 +73,9 @@ TEST(LocalOps, GradientsMatchFiniteDifferences) {
            [](const auto& v) { return ag::relu(v[0]) + ag::relu(v[1]); });
   check_fd("reshape", {a}, [](const auto& v) { return ag::sin(ag::reshape(v[0], {2, 6})); });
   check_fd("slice", {a}, [](const auto& v) { return ag::exp(ag::slice(v[0], 1, 1, 3)); });
-  check_fd("cat", {a, random({3, 2}, 6)}, [](const auto& v) { return ag::sin(ag::cat({v[0], v[1]}, 1)); });
+  check_fd("cat", {a, random({3, 2}, 6)}, [](const auto& v) {
+    return ag::sin(ag::cat({v[0], v[1]}, 1));
+  });
   // The same variable used twice: cotangents add.
   check_fd("reuse", {a}, [](const auto& v) { return v[0] * ag::sin(v[0]); });
 }
@@ -82,7 +85,8 @@ TEST(LocalOps, BroadcastingReducesBackToTheInputShape) {
   check_fd("row bias", {x, bias}, [](const auto& v) { return ag::square(v[0] + v[1]); });
   check_fd("column", {x, col}, [](const auto& v) { return v[0] * v[1]; });
   check_fd("scalar", {x, s}, [](const auto& v) { return v[0] - v[1]; });
-  EXPECT_THROW(ag::add(Variable(random({2, 3}, 1)), Variable(random({3, 2}, 1))), collie::ValueError);
+  EXPECT_THROW(ag::add(Variable(random({2, 3}, 1)), Variable(random({3, 2}, 1))),
+               collie::ValueError);
 }
 
 TEST(LocalOps, Float32FollowsFloat64) {
@@ -147,7 +151,8 @@ TEST(Tape, ExplicitSeedsAndLeafRoots) {
   Variable w(Tensor::from_vector(std::vector<double>{1, 2}), true);
   ag::Tape tape;
   Variable y = ag::scale(w, 3.0);
-  tape.backward({y, w}, {Tensor::from_vector(std::vector<double>{1, 10}), Tensor::ones({2}, DType::Float64)});
+  tape.backward(
+      {y, w}, {Tensor::from_vector(std::vector<double>{1, 10}), Tensor::ones({2}, DType::Float64)});
   EXPECT_TRUE(w.grad().allclose(Tensor::from_vector(std::vector<double>{4, 31})));
 }
 

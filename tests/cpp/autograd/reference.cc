@@ -63,7 +63,9 @@ World reduce_scatter_sum(const World& x) {
   return y;
 }
 
-World broadcast(const World& x, int root) { return World(size_of(x), {x[static_cast<size_t>(root)][0]}); }
+World broadcast(const World& x, int root) {
+  return World(size_of(x), {x[static_cast<size_t>(root)][0]});
+}
 
 World reduce_sum(const World& x, int root) {
   World y(size_of(x), {Tensor::zeros({1}, DType::Float64)});
@@ -185,7 +187,8 @@ World halo_exchange(const World& x, const std::vector<HaloSpec>& specs) {
     const Tensor& xr = x[r][0];
     const HaloSpec& s = specs[r];
     const int64_t h = xr.size(2), w = xr.size(3);
-    const int64_t rt = s.recv_lens[0], rb = s.recv_lens[1], rl = s.recv_lens[2], rr = s.recv_lens[3];
+    const int64_t rt = s.recv_lens[0], rb = s.recv_lens[1], rl = s.recv_lens[2],
+                  rr = s.recv_lens[3];
     // Build the padded output as a 3x3 grid of blocks: rows (top, centre, bottom) x cols.
     auto block = [&](int d) -> Tensor {  // the halo received from direction d
       const int64_t rows = dr[d] < 0 ? rt : (dr[d] > 0 ? rb : h);

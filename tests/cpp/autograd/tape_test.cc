@@ -45,14 +45,16 @@ void gather_program(const TestGroup& g, int rank, SoftChecks& soft) {
     }
     Variable gathered = ag::cat(hs, 0);
     std::vector<Variable> losses;
-    for (int r = 0; r < n; ++r) losses.push_back(ag::sum(ag::sin(gathered) * data({rows, 2}, "P1 c", r)));
+    for (int r = 0; r < n; ++r)
+      losses.push_back(ag::sum(ag::sin(gathered) * data({rows, 2}, "P1 c", r)));
     tape.backward(add_all(losses));
   }
   Variable w = param({3, 2}, "P1 w", me);
   ag::Tape tape;
   Variable gathered = ag::all_gather_into_tensor(ag::matmul(data({2, 3}, "P1 x", me), w), g.name);
   tape.backward(ag::sum(ag::sin(gathered) * data({rows, 2}, "P1 c", me)));
-  soft.check("gather program on " + g.name, [&] { check_grad(w, ws[static_cast<size_t>(me)], "w"); });
+  soft.check("gather program on " + g.name,
+             [&] { check_grad(w, ws[static_cast<size_t>(me)], "w"); });
 }
 
 // reduce_scatter of squares, a broadcast from the last member, exp of both.
@@ -69,7 +71,8 @@ void scatter_program(const TestGroup& g, int rank, SoftChecks& soft) {
     std::vector<Variable> zs;
     for (int r = 0; r < n; ++r) {
       std::vector<Variable> blocks;
-      for (int j = 0; j < n; ++j) blocks.push_back(ag::slice(squares[static_cast<size_t>(j)], 0, 2 * r, 2 * r + 2));
+      for (int j = 0; j < n; ++j)
+        blocks.push_back(ag::slice(squares[static_cast<size_t>(j)], 0, 2 * r, 2 * r + 2));
       zs.push_back(add_all(blocks));
     }
     std::vector<Variable> losses;
@@ -84,7 +87,8 @@ void scatter_program(const TestGroup& g, int rank, SoftChecks& soft) {
   Variable z = ag::reduce_scatter_tensor(ag::square(v), ReduceOp::SUM, g.name);
   Variable b = ag::broadcast(z, g.ranks.back(), g.name);
   tape.backward(ag::sum(ag::exp(ag::scale(z + b, 0.1)) * data({2, 2}, "P2 c", me)));
-  soft.check("scatter program on " + g.name, [&] { check_grad(v, vs[static_cast<size_t>(me)], "v"); });
+  soft.check("scatter program on " + g.name,
+             [&] { check_grad(v, vs[static_cast<size_t>(me)], "v"); });
 }
 
 // Data parallel: one replicated w, per-rank data, mirror(mean): every rank's gradient is
@@ -95,12 +99,14 @@ void mirror_program(const TestGroup& g, int rank, SoftChecks& soft) {
   {
     ag::Tape tape;
     std::vector<Variable> losses;
-    for (int r = 0; r < n; ++r) losses.push_back(ag::mean(ag::square(ag::matmul(data({4, 3}, "P3 x", r), w_ref))));
+    for (int r = 0; r < n; ++r)
+      losses.push_back(ag::mean(ag::square(ag::matmul(data({4, 3}, "P3 x", r), w_ref))));
     tape.backward(ag::scale(add_all(losses), 1.0 / n));
   }
   Variable w = param({3, 2}, "P3 w", 0);
   ag::Tape tape;
-  tape.backward(ag::mean(ag::square(ag::matmul(data({4, 3}, "P3 x", me), ag::mirror(w, g.name, true)))));
+  tape.backward(
+      ag::mean(ag::square(ag::matmul(data({4, 3}, "P3 x", me), ag::mirror(w, g.name, true)))));
   soft.check("mirror program on " + g.name, [&] { check_grad(w, w_ref, "w"); });
 }
 
@@ -120,7 +126,9 @@ void pipeline_program(const TestGroup& g, int rank, SoftChecks& soft) {
   }
   Variable w = param({3, 3}, "P4 w", me);
   ag::Tape tape;
-  Variable h = me == 0 ? data({2, 3}, "P4 x", 0) : ag::recv({2, 3}, DType::Float64, g.ranks[static_cast<size_t>(me - 1)], g.name, 7);
+  Variable h =
+      me == 0 ? data({2, 3}, "P4 x", 0)
+              : ag::recv({2, 3}, DType::Float64, g.ranks[static_cast<size_t>(me - 1)], g.name, 7);
   h = ag::relu(ag::matmul(h, w));
   if (me == n - 1) {
     tape.backward(ag::sum(h * data({2, 3}, "P4 c", 0)));
@@ -128,7 +136,8 @@ void pipeline_program(const TestGroup& g, int rank, SoftChecks& soft) {
     ag::send(h, g.ranks[static_cast<size_t>(me + 1)], g.name, 7);
     tape.backward();  // no loss here: the send's backward receives h's cotangent
   }
-  soft.check("pipeline program on " + g.name, [&] { check_grad(w, ws[static_cast<size_t>(me)], "w"); });
+  soft.check("pipeline program on " + g.name,
+             [&] { check_grad(w, ws[static_cast<size_t>(me)], "w"); });
 }
 
 // Only the first member has a loss; an all_to_all and a gather feed it.
@@ -141,7 +150,8 @@ void rooted_loss_program(const TestGroup& g, int rank, SoftChecks& soft) {
     std::vector<Variable> gathered;
     for (int r = 0; r < n; ++r) {
       std::vector<Variable> parts;
-      for (int j = 0; j < n; ++j) parts.push_back(ag::slice(vs[static_cast<size_t>(j)], 1, 2 * r, 2 * r + 2));
+      for (int j = 0; j < n; ++j)
+        parts.push_back(ag::slice(vs[static_cast<size_t>(j)], 1, 2 * r, 2 * r + 2));
       gathered.push_back(ag::sin(ag::cat(parts, 0)));
     }
     tape.backward(ag::sum(ag::cat(gathered, 0) * data({2 * n * n, 2}, "P5 c", 0)));
@@ -154,7 +164,8 @@ void rooted_loss_program(const TestGroup& g, int rank, SoftChecks& soft) {
   } else {
     tape.backward();
   }
-  soft.check("rooted-loss program on " + g.name, [&] { check_grad(v, vs[static_cast<size_t>(me)], "v"); });
+  soft.check("rooted-loss program on " + g.name,
+             [&] { check_grad(v, vs[static_cast<size_t>(me)], "v"); });
 }
 
 // A ring NeighborExchange and an all_reduce in one loss.
@@ -168,18 +179,21 @@ void neighbor_program(const TestGroup& g, int rank, SoftChecks& soft) {
     std::vector<Variable> losses;
     for (int r = 0; r < n; ++r) {
       Variable prev = ps[static_cast<size_t>((r + n - 1) % n)];
-      losses.push_back(ag::sum(ag::square(prev) * data({2, 3}, "P6 c", r)) + ag::sum(total * data({2, 3}, "P6 d", r)));
+      losses.push_back(ag::sum(ag::square(prev) * data({2, 3}, "P6 c", r)) +
+                       ag::sum(total * data({2, 3}, "P6 d", r)));
     }
     tape.backward(add_all(losses));
   }
   Variable p = param({2, 3}, "P6 p", me);
   ag::Tape tape;
-  const int next = g.ranks[static_cast<size_t>((me + 1) % n)], prev = g.ranks[static_cast<size_t>((me + n - 1) % n)];
+  const int next = g.ranks[static_cast<size_t>((me + 1) % n)],
+            prev = g.ranks[static_cast<size_t>((me + n - 1) % n)];
   Variable q = ag::neighbor_exchange({p}, {next}, {prev}, {{2, 3}}, g.name, DType::Float64)[0];
   Variable loss = ag::sum(ag::square(q) * data({2, 3}, "P6 c", me)) +
                   ag::sum(ag::all_reduce(p, ReduceOp::SUM, g.name) * data({2, 3}, "P6 d", me));
   tape.backward(loss);
-  soft.check("neighbor program on " + g.name, [&] { check_grad(p, ps[static_cast<size_t>(me)], "p"); });
+  soft.check("neighbor program on " + g.name,
+             [&] { check_grad(p, ps[static_cast<size_t>(me)], "p"); });
 }
 
 class TapeVsSerial : public ::testing::TestWithParam<int> {};
@@ -227,13 +241,16 @@ TEST_P(TapeVsSerial, RanksWithoutGradientsTakePart) {
     Variable x(Tensor::full({2}, 1.0, DType::Float64), /*requires_grad=*/rank % 2 == 0);
     ag::Tape tape;
     tape.backward(ag::sum(ag::all_gather_into_tensor(x)));
-    if (rank % 2 == 0) check_close(x.grad(), Tensor::full({2}, static_cast<double>(n), DType::Float64), "x.grad");
+    if (rank % 2 == 0)
+      check_close(x.grad(), Tensor::full({2}, static_cast<double>(n), DType::Float64), "x.grad");
     RCHECK_EQ(x.has_grad(), rank % 2 == 0);
   });
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, TapeVsSerial, ::testing::Values(1, 2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& info) { return "n" + std::to_string(info.param); });
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "n" + std::to_string(info.param);
+                         });
 
 }  // namespace
 }  // namespace collie::testing
