@@ -38,10 +38,13 @@ void wait_for_peers(const ShmGroupConfig& cfg, const char* what, Ready ready, Pi
   for (;;) {
     std::vector<int> missing, dead;
     for (int g = 0; g < static_cast<int>(cfg.world_ranks.size()); ++g) {
-      if (g == cfg.my_group_rank || ready(g)) continue;
-      missing.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
+      if (g == cfg.my_group_rank) continue;
+      // Liveness of every peer whose pid is known, ready or not: a peer that
+      // passed this stage and then died will never reach the next one, and the
+      // ranks still missing here may never come (they may have failed on it).
       pid_t pid = pid_of(g);
       if (pid > 0 && !process_alive(pid)) dead.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
+      if (!ready(g)) missing.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
     }
     if (missing.empty()) return;
     std::string where = std::string(what) + " of group '" + cfg.name + "' (ranks " +
