@@ -1,0 +1,243 @@
+// fault_rank SCENARIO: one rank of a fault-injection scenario, run by fault_test.cc
+// through the real launcher (`collie run -n N --timeout T -- fault_rank SCENARIO`),
+// reporting through files in $COLLIE_FAULT_DIR (fault_protocol.h).
+//
+// Every rank blocks SIGTERM before init() (so every collie thread inherits the
+// mask): when the launcher starts stopping the job because the victim died, the
+// survivors still observe and report their own error instead of dying first.
+// After reporting, a rank waits until every rank but the victim
+// ($COLLIE_FAULT_VICTIM) has reported too, so no rank's exit changes what its
+// peers observe. Survivors of an external kill then wait for that SIGTERM before
+// exiting, so the launcher has surely seen the victim's death first and names it.
+//
+// Exit codes: 0 the operation succeeded (or the rank had nothing to do),
+// 3 it raised CommError/TimeoutError (reported), 4 something else went wrong.
+// release() is called in every case: a program that caught the error must be
+// able to clean up without hanging.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <typeinfo>
+
+#include "collie/collie.h"
+#include "fault_protocol.h"
+
+namespace {
+
+using collie::faults::now_ns;
+using collie::faults::rank_file;
+
+std::string g_dir;
+int g_rank = -1;
+int64_t g_enter = 0;
+
+// Written right before the operation under test.
+void enter() {
+  g_enter = now_ns();
+  collie::faults::write_file_atomically(rank_file(g_dir, "ready", g_rank), "1\n");
+}
+
+void report(const std::string& cls, const std::string& message) {
+  collie::faults::Result r{cls, g_enter, now_ns(), message};
+  if (r.enter == 0) r.enter = r.end;
+  collie::faults::write_file_atomically(rank_file(g_dir, "result", g_rank),
+                                        collie::faults::format_result(r));
+}
+
+// Waits (bounded) for the test to create `go`.
+void wait_for_go() {
+  const std::string go = g_dir + "/go";
+  for (int i = 0; i < 3000 && access(go.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// Waits (bounded) for the launcher's SIGTERM, which is blocked.
+void wait_for_sigterm(double seconds) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  timespec ts{static_cast<time_t>(seconds), 0};
+  sigtimedwait(&set, nullptr, &ts);
+}
+
+// Waits (bounded) until every rank but the victim has written its result. A rank
+// that exits is dead to its peers: leaving early would turn a peer's pending
+// TimeoutError into a CommError and make the test depend on who finished first.
+void wait_for_results(int n, int victim) {
+  for (int r = 0; r < n; ++r) {
+    if (r == victim || r == g_rank) continue;
+    const std::string path = rank_file(g_dir, "result", r);
+    for (int i = 0; i < 2000 && access(path.c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+// A tensor big enough that all_reduce / batch_isend_irecv on it takes hundreds
+// of milliseconds: a signal sent shortly after every rank entered lands mid-transfer.
+constexpr int64_t kBigElements = 16 << 20;  // 64 MiB of float32
+
+void big_all_reduce() {
+  auto x = collie::Tensor::ones({kBigElements});
+  collie::all_reduce(collie::Tensor::ones({16}));  // warm: the world is up
+  enter();
+  collie::all_reduce(x);
+}
+
+// Every rank sends a big tensor to every other rank and receives one from each:
+// every survivor needs the victim's data until the very end.
+void big_exchange(int rank, int n) {
+  auto x = collie::Tensor::ones({kBigElements});
+  collie::barrier();
+  std::vector<collie::P2POp> ops;
+  for (int p = 0; p < n; ++p) {
+    if (p == rank) continue;
+    ops.emplace_back("isend", x, p);
+    ops.emplace_back("irecv", collie::Tensor::zeros({kBigElements}), p);
+  }
+  enter();
+  collie::batch_isend_irecv(ops);
+}
+
+// Scenario bodies. `rank` and `n` come from the launcher's environment.
+const std::map<std::string, std::function<void(int, int)>>& scenarios() {
+  static const std::map<std::string, std::function<void(int, int)>> table = {
+      // The test SIGKILLs / SIGSTOPs rank 1 once every rank is ready.
+      {"kill_all_reduce", [](int, int) { collie::init(); big_all_reduce(); }},
+      {"stop_all_reduce", [](int, int) { collie::init(); big_all_reduce(); }},
+      {"kill_batch", [](int rank, int n) { collie::init(); big_exchange(rank, n); }},
+      // Rank 2 joins only after the test killed rank 1, which is then inside init().
+      {"kill_init",
+       [](int rank, int) {
+         if (rank == 2) wait_for_go();
+         enter();
+         collie::init();
+       }},
+      // Rank 2 skips the last collective and stays alive.
+      {"skip_last",
+       [](int rank, int) {
+         collie::init();
+         collie::all_reduce(collie::Tensor::ones({64}));
+         enter();
+         if (rank == 2) return;  // alive and idle until the others have reported
+         collie::all_reduce(collie::Tensor::ones({64}));
+       }},
+      // Rank 2 skips a barrier: its next all_reduce meets the others' barrier.
+      {"skip_barrier",
+       [](int rank, int) {
+         collie::init();
+         collie::all_reduce(collie::Tensor::ones({64}));
+         enter();
+         if (rank != 2) collie::barrier();
+         collie::all_reduce(collie::Tensor::ones({64}));
+       }},
+      {"mismatch_dtype",
+       [](int rank, int) {
+         collie::init();
+         auto dt = rank == 1 ? collie::DType::Float64 : collie::DType::Float32;
+         auto x = collie::Tensor::ones({1 << 20}, dt);
+         enter();
+         collie::all_reduce(x);
+       }},
+      {"mismatch_count",
+       [](int rank, int) {
+         collie::init();
+         auto x = collie::Tensor::ones({(1 << 20) - (rank == 1 ? 1 : 0)});
+         enter();
+         collie::all_reduce(x);
+       }},
+      {"mismatch_op",
+       [](int rank, int) {
+         collie::init();
+         auto x = collie::Tensor::ones({1 << 20});
+         enter();
+         collie::all_reduce(x, rank == 1 ? collie::ReduceOp::MAX : collie::ReduceOp::SUM);
+       }},
+      {"mismatch_root",
+       [](int rank, int) {
+         collie::init();
+         auto x = collie::Tensor::ones({1 << 16});
+         enter();
+         collie::broadcast(x, rank == 1 ? 1 : 0);
+       }},
+      // Rank 0 lists {0, 1}; ranks 1 and 2 list {0, 1, 2}.
+      {"group_mismatch",
+       [](int rank, int) {
+         collie::init();
+         std::vector<int> ranks = rank == 0 ? std::vector<int>{0, 1} : std::vector<int>{0, 1, 2};
+         enter();
+         collie::create_group("g", ranks);
+       }},
+      // Rank 0 waits in a barrier until the test has seen its SIGUSR1 dump.
+      {"sigusr1",
+       [](int rank, int) {
+         collie::init();
+         enter();
+         if (rank != 0) wait_for_go();
+         collie::barrier();
+       }},
+  };
+  return table;
+}
+
+bool lingers(const std::string& scenario) { return scenario.rfind("kill_", 0) == 0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_BLOCK, &term, nullptr);
+
+  const char* dir = std::getenv("COLLIE_FAULT_DIR");
+  const char* rank_env = std::getenv("COLLIE_RANK");
+  const char* size_env = std::getenv("COLLIE_WORLD_SIZE");
+  if (argc < 2 || dir == nullptr || rank_env == nullptr || size_env == nullptr) {
+    std::fprintf(stderr, "usage: COLLIE_FAULT_DIR=DIR collie run -n N fault_rank SCENARIO\n");
+    return 4;
+  }
+  g_dir = dir;
+  g_rank = std::atoi(rank_env);
+  const int n = std::atoi(size_env);
+  collie::faults::write_file_atomically(rank_file(g_dir, "pid", g_rank),
+                                        std::to_string(getpid()) + "\n");
+  auto it = scenarios().find(argv[1]);
+  if (it == scenarios().end()) {
+    std::fprintf(stderr, "fault_rank: unknown scenario '%s'\n", argv[1]);
+    return 4;
+  }
+  int code = 0;
+  try {
+    it->second(g_rank, n);
+    report("ok", "");
+  } catch (const collie::CommError& e) {
+    report("CommError", e.what());
+    code = 3;
+  } catch (const collie::TimeoutError& e) {
+    report("TimeoutError", e.what());
+    code = 3;
+  } catch (const std::exception& e) {
+    report(typeid(e).name(), e.what());
+    code = 4;
+  }
+  const char* victim = std::getenv("COLLIE_FAULT_VICTIM");
+  wait_for_results(n, victim != nullptr ? std::atoi(victim) : -1);
+  if (code != 0 && lingers(argv[1])) wait_for_sigterm(20);
+  // Also after a failure: release() must not hang on a broken world.
+  try {
+    collie::release();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fault_rank: release() threw: %s\n", e.what());
+    code = 4;
+  }
+  return code;
+}

@@ -1,0 +1,339 @@
+// Fault injection with real processes and real signals, through the real launcher:
+// `collie run -n N --timeout 2 -- fault_rank SCENARIO` (fault_rank.cc).
+//
+// After each fault the test checks that
+//   - every surviving rank raised the right error class (CommError for a dead
+//     peer or a mismatched call, TimeoutError for a live but absent peer) within
+//     deadline + 1 s (+ slack for a loaded machine) of a shared start: the moment
+//     the signal was sent, or the moment the rank entered the faulty operation;
+//   - the message names the op and the culprit rank;
+//   - the launcher exited non-zero naming the first failing rank;
+//   - no /dev/shm entry of the job remains.
+// Measured times are printed as "[fault-time] ..." lines (see docs/errors.md).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "cli/shm_sweep.h"
+#include "fault_job.h"
+
+namespace collie::faults {
+namespace {
+
+constexpr double kDeadline = 2.0;  // --timeout given to every job
+constexpr int kWorldSize = 3;
+
+std::string describe(const test::Finished& f) {
+  return std::string(f.timed_out ? "TIMED OUT " : "") + (f.exited ? "exit " : "signal ") +
+         std::to_string(f.code) + " after " + std::to_string(f.seconds) + " s\n--- stderr ---\n" +
+         f.err;
+}
+
+double bound() { return kDeadline + 1.0 + slack_seconds(); }
+
+// "rank 2", "peer 2", "rank(s) [0, 2]", "ranks [2]": the message names `rank`.
+bool names_rank(const std::string& message, int rank) {
+  static const std::regex re(R"((rank|peer)(s|\(s\))? (\[([0-9, ]*)\]|([0-9]+)))", std::regex::icase);
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    std::string list = (*it)[4].matched ? (*it)[4].str() : (*it)[5].str();
+    std::istringstream in(list);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      if (!item.empty() && std::stoi(item) == rank) return true;
+    }
+  }
+  return false;
+}
+
+void print_time(const char* scenario, int rank, const Result& r, double seconds, const char* since) {
+  std::printf("[fault-time] %-16s rank %d %-12s %.3f s after %s\n", scenario, rank, r.cls.c_str(),
+              seconds, since);
+}
+
+// The launcher's verdict names `rank` (or any of `candidates` when rank < 0) and
+// its exit code is `code`.
+void expect_verdict(const test::Finished& f, const std::vector<int>& candidates, int code,
+                    const std::string& how) {
+  ASSERT_FALSE(f.timed_out) << describe(f);
+  EXPECT_TRUE(f.exited) << describe(f);
+  EXPECT_EQ(f.code, code) << describe(f);
+  std::string line;
+  int named = verdict_rank(f.err, &line);
+  EXPECT_NE(std::find(candidates.begin(), candidates.end(), named), candidates.end())
+      << "the launcher must name exactly one first failing rank among the expected ones\n"
+      << describe(f);
+  EXPECT_NE(line.find(how), std::string::npos) << line;
+}
+
+void expect_clean(const FaultJob& job, const test::Finished& f) {
+  auto left = job.leftovers();
+  std::string names;
+  for (const auto& n : left) names += " /dev/shm/" + n;
+  EXPECT_TRUE(left.empty()) << "job " << job.job_id() << " left:" << names << "\n" << describe(f);
+}
+
+// Survivors of a signal sent at `t0`: error class `cls` within bound() of t0 and
+// a message naming `op` and the victim.
+void expect_survivors(const FaultJob& job, const char* scenario, const std::vector<int>& ranks,
+                      const std::string& cls, int64_t t0, const std::string& op, int victim) {
+  for (int r : ranks) {
+    Result res = job.result(r);
+    EXPECT_EQ(res.cls, cls) << "rank " << r << ": " << res.message;
+    double since = static_cast<double>(res.end - t0) * 1e-9;
+    print_time(scenario, r, res, since, "the signal");
+    EXPECT_LT(since, bound()) << "rank " << r << " took too long: " << res.message;
+    EXPECT_NE(res.message.find(op), std::string::npos) << res.message;
+    EXPECT_TRUE(names_rank(res.message, victim)) << "does not name rank " << victim << ": " << res.message;
+    EXPECT_TRUE(std::regex_search(res.message, std::regex("seq [0-9]+"))) << res.message;
+  }
+}
+
+// Every rank in `ranks` raised `cls`, within [lo, bound()] of entering the operation.
+void expect_all_raise(const FaultJob& job, const char* scenario, const std::vector<int>& ranks,
+                      const std::string& cls, double lo) {
+  for (int r : ranks) {
+    Result res = job.result(r);
+    EXPECT_EQ(res.cls, cls) << "rank " << r << ": " << res.message;
+    print_time(scenario, r, res, res.seconds(), "entering the op");
+    EXPECT_LT(res.seconds(), bound()) << "rank " << r << ": " << res.message;
+    EXPECT_GE(res.seconds(), lo) << "rank " << r << " raised before the deadline: " << res.message;
+  }
+}
+
+bool trace_mentions(const FaultJob& job, int rank, const std::string& what) {
+  std::string t = test::read_file(job.dir() + "/collie-trace-" + std::to_string(rank) +
+                                  "-collie_world_group.txt");
+  return t.find(what) != std::string::npos;
+}
+
+// The exchange streams 64 MiB between every pair through 16 KiB rings: thousands
+// of hand-offs, so it lasts long enough for a signal to land in the middle.
+std::map<std::string, std::string> env_of(const std::string& scenario, int victim = -1) {
+  std::map<std::string, std::string> env;
+  if (scenario == "kill_batch") env["COLLIE_P2P_RING_BYTES"] = "16K";
+  if (victim >= 0) env["COLLIE_FAULT_VICTIM"] = std::to_string(victim);
+  return env;
+}
+
+// Runs `scenario` without a fault first: every rank must succeed, and the fastest
+// rank's time in the big operation tells how long to wait before the signal so
+// that it lands mid-transfer on this machine, however loaded: a fifth of it.
+double settle_delay(const std::string& scenario) {
+  FaultJob job(scenario, kWorldSize, kDeadline, env_of(scenario));
+  auto f = job.finish();
+  EXPECT_EQ(f.code, 0) << scenario << " without a fault\n" << describe(f);
+  double fastest = 1e9;
+  for (int r = 0; r < kWorldSize; ++r) {
+    Result res = job.result(r);
+    EXPECT_EQ(res.cls, "ok") << scenario << " rank " << r << ": " << res.message;
+    print_time(scenario.c_str(), r, res, res.seconds(), "entering (run without fault)");
+    fastest = std::min(fastest, res.seconds());
+  }
+  expect_clean(job, f);
+  return std::max(0.005, fastest / 5);
+}
+
+void sleep_seconds(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+// A job of `scenario` in which rank 1 got `sig` while ranks 0 and 2 were provably
+// inside the big operation: rank 1 is first frozen with SIGSTOP, and `sig` follows
+// only if neither survivor has finished by then. Otherwise the fault came too late
+// on this run (rank 1 had already given them everything): the job is dropped and
+// retried with half the delay, at most 4 times. t0: when `sig` was sent.
+struct Faulted {
+  std::unique_ptr<FaultJob> job;
+  test::Finished f;
+  int64_t t0 = 0;
+};
+
+Faulted fault_mid_operation(const std::string& scenario, int sig) {
+  double delay = settle_delay(scenario);
+  Faulted out;
+  for (int attempt = 0; attempt < 4; ++attempt, delay /= 2) {
+    out.job = std::make_unique<FaultJob>(scenario, kWorldSize, kDeadline, env_of(scenario, 1));
+    if (!out.job->wait_ready({0, 1, 2})) break;
+    sleep_seconds(delay);
+    int64_t stopped = out.job->signal(1, SIGSTOP);
+    sleep_seconds(0.02);  // lets a survivor that was about to finish do so
+    bool mid = true;
+    for (int r : {0, 2}) mid = mid && access(rank_file(out.job->dir(), "result", r).c_str(), F_OK) != 0;
+    if (mid) {
+      out.t0 = sig == SIGSTOP ? stopped : out.job->signal(1, sig);
+      out.f = out.job->finish();
+      return out;
+    }
+    std::printf("[fault-time] %s: a survivor finished before rank 1 was stopped %.3f s in; retrying\n",
+                scenario.c_str(), delay);
+    out.job->signal(1, SIGKILL);
+    out.job->finish();
+  }
+  ADD_FAILURE() << scenario << ": could not land the fault inside the operation";
+  return out;
+}
+
+TEST(FaultInjection, SigkillMidAllReduce) {
+  Faulted x = fault_mid_operation("kill_all_reduce", SIGKILL);
+  ASSERT_TRUE(x.t0 != 0);
+  expect_verdict(x.f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
+  expect_survivors(*x.job, "kill_all_reduce", {0, 2}, "CommError", x.t0, "all_reduce", 1);
+  // The flight recorder dumped the failed operation into COLLIE_TRACE_DIR.
+  for (int r : {0, 2}) EXPECT_TRUE(trace_mentions(*x.job, r, "FAILED")) << "rank " << r;
+  expect_clean(*x.job, x.f);
+}
+
+TEST(FaultInjection, SigkillMidBatchIsendIrecv) {
+  Faulted x = fault_mid_operation("kill_batch", SIGKILL);
+  ASSERT_TRUE(x.t0 != 0);
+  expect_verdict(x.f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
+  // The first failing op of the batch is reported: a send or a recv involving rank 1.
+  expect_survivors(*x.job, "kill_batch", {0, 2}, "CommError", x.t0, "peer 1", 1);
+  expect_clean(*x.job, x.f);
+}
+
+// Rank 1 is killed inside init() (its world segment exists, the rendezvous is not
+// complete); rank 2 joins afterwards. The dead rank's segment is never unlinked by
+// its owner: the launcher's end-of-job sweep removes it.
+TEST(FaultInjection, SigkillDuringInit) {
+  FaultJob job("kill_init", kWorldSize, kDeadline, env_of("kill_init", 1));
+  ASSERT_TRUE(job.wait_ready({0, 1}));
+  // Wait until rank 1's world segment is fully initialised (header magic stored):
+  // a rank killed before that has no pid its peers could check, so they could only
+  // time out (see docs/errors.md).
+  const std::regex seg("collie-" + std::to_string(getuid()) + "-" + job.job_id() + "-[0-9a-f]+-1");
+  bool created = false;
+  for (int i = 0; i < 3000 && !created; ++i) {
+    std::error_code ec;
+    int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (const auto& e : test::fs::directory_iterator("/dev/shm", ec)) {
+      std::string name = e.path().filename().string();
+      if (std::regex_match(name, seg) &&
+          cli::check_stale_segment(dfd, name.c_str(), getuid()) == cli::StaleCheck::kOwnerAlive) {
+        created = true;
+      }
+    }
+    close(dfd);
+    if (!created) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(created) << "rank 1 never created its world segment";
+  int64_t t0 = job.signal(1, SIGKILL);
+  job.go();
+  auto f = job.finish();
+  expect_verdict(f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
+  for (int r : {0, 2}) {
+    Result res = job.result(r);
+    EXPECT_EQ(res.cls, "CommError") << "rank " << r << ": " << res.message << "\n" << describe(f);
+    double since = static_cast<double>(res.end - t0) * 1e-9;
+    print_time("kill_init", r, res, since, "the signal");
+    EXPECT_LT(since, bound()) << res.message;
+    EXPECT_TRUE(names_rank(res.message, 1)) << res.message;
+    EXPECT_NE(res.message.find("died"), std::string::npos) << res.message;
+  }
+  EXPECT_NE(f.err.find("leftover shared-memory object(s) of job " + job.job_id()), std::string::npos)
+      << describe(f);
+  expect_clean(job, f);
+}
+
+// A stopped rank is alive: its peers must time out, not declare it dead.
+TEST(FaultInjection, SigstopMidAllReduceGivesTimeoutNotCommError) {
+  Faulted x = fault_mid_operation("stop_all_reduce", SIGSTOP);
+  ASSERT_TRUE(x.t0 != 0);
+  const FaultJob& job = *x.job;
+  const test::Finished& f = x.f;
+  const int64_t t0 = x.t0;
+  expect_verdict(f, {0, 2}, 3, "exited with code 3");
+  expect_survivors(job, "stop_all_reduce", {0, 2}, "TimeoutError", t0, "all_reduce", 1);
+  for (int r : {0, 2}) {
+    Result res = job.result(r);
+    EXPECT_GE(static_cast<double>(res.end - t0) * 1e-9, kDeadline - 0.5)
+        << "timed out before the deadline: " << res.message;
+  }
+  expect_clean(job, f);
+}
+
+// Rank 2 skips the last all_reduce and stays alive: the others time out naming it.
+TEST(FaultInjection, RankSkipsTheLastCollective) {
+  FaultJob job("skip_last", kWorldSize, kDeadline);
+  auto f = job.finish();
+  expect_verdict(f, {0, 1}, 3, "exited with code 3");
+  expect_all_raise(job, "skip_last", {0, 1}, "TimeoutError", kDeadline - 0.5);
+  for (int r : {0, 1}) EXPECT_TRUE(names_rank(job.result(r).message, 2)) << job.result(r).message;
+  EXPECT_EQ(job.result(2).cls, "ok");
+  expect_clean(job, f);
+}
+
+// Rank 2 skips a barrier: its next all_reduce meets the others' barrier, which the
+// per-step fingerprints catch on every rank at once.
+TEST(FaultInjection, RankSkipsABarrier) {
+  FaultJob job("skip_barrier", kWorldSize, kDeadline);
+  auto f = job.finish();
+  expect_verdict(f, {0, 1, 2}, 3, "exited with code 3");
+  expect_all_raise(job, "skip_barrier", {0, 1, 2}, "CommError", 0);
+  for (int r = 0; r < kWorldSize; ++r) {
+    std::string m = job.result(r).message;
+    EXPECT_TRUE(m.find("barrier") != std::string::npos && m.find("all_reduce") != std::string::npos) << m;
+  }
+  expect_clean(job, f);
+}
+
+// Mismatched calls: CommError on every rank, the message listing each rank's call.
+void mismatch(const char* scenario, const std::string& a, const std::string& b) {
+  FaultJob job(scenario, kWorldSize, kDeadline);
+  auto f = job.finish();
+  expect_verdict(f, {0, 1, 2}, 3, "exited with code 3");
+  expect_all_raise(job, scenario, {0, 1, 2}, "CommError", 0);
+  for (int r = 0; r < kWorldSize; ++r) {
+    std::string m = job.result(r).message;
+    EXPECT_TRUE(m.find(a) != std::string::npos && m.find(b) != std::string::npos)
+        << scenario << " rank " << r << ": " << m;
+  }
+  expect_clean(job, f);
+}
+
+TEST(FaultInjection, MismatchedDtype) { mismatch("mismatch_dtype", "float32 x", "float64 x"); }
+TEST(FaultInjection, MismatchedCount) { mismatch("mismatch_count", "x1048576", "x1048575"); }
+TEST(FaultInjection, MismatchedReduceOp) { mismatch("mismatch_op", "all_reduce(sum)", "all_reduce(max)"); }
+TEST(FaultInjection, MismatchedRoot) { mismatch("mismatch_root", "root 0", "root 1"); }
+
+// Rank 0 creates "g" as {0, 1}, ranks 1 and 2 as {0, 1, 2}: nobody's rendezvous
+// completes; every rank gets TimeoutError from create_group after the deadline.
+TEST(FaultInjection, CreateGroupWithDifferentRanks) {
+  FaultJob job("group_mismatch", kWorldSize, kDeadline);
+  auto f = job.finish();
+  expect_verdict(f, {0, 1, 2}, 3, "exited with code 3");
+  expect_all_raise(job, "group_mismatch", {0, 1, 2}, "TimeoutError", kDeadline - 0.5);
+  for (int r = 0; r < kWorldSize; ++r) {
+    std::string m = job.result(r).message;
+    EXPECT_NE(m.find("group 'g'"), std::string::npos) << m;
+  }
+  expect_clean(job, f);
+}
+
+// SIGUSR1 makes a rank dump its flight recorder (into COLLIE_TRACE_DIR) while it
+// waits; the job then completes normally.
+TEST(FaultInjection, Sigusr1DumpsTheFlightRecorder) {
+  FaultJob job("sigusr1", 2, 30);
+  ASSERT_TRUE(job.wait_ready({0, 1}));
+  sleep_seconds(0.1);  // rank 0 is waiting in the barrier by now (or soon: we poll)
+  job.signal(0, SIGUSR1);
+  bool dumped = false;
+  for (int i = 0; i < 1000 && !dumped; ++i) {
+    dumped = trace_mentions(job, 0, "barrier") && trace_mentions(job, 0, "still running");
+    if (!dumped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  job.go();
+  auto f = job.finish();
+  EXPECT_TRUE(dumped) << test::read_file(job.dir() + "/collie-trace-0-collie_world_group.txt");
+  EXPECT_EQ(f.code, 0) << describe(f);
+  expect_clean(job, f);
+}
+
+}  // namespace
+}  // namespace collie::faults
