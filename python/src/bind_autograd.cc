@@ -70,8 +70,10 @@ class AttrError {
     throw py::type_error("get_bprop(\"" + op_ + "\"): attribute '" + name_ + "' " + what);
   }
   [[noreturn]] void unsupported(py::handle v) const {
-    fail("must be a bool, int, float, str, or a list/tuple of ints, of strs or of shapes "
-         "(tuples of ints), but got " + describe(v));
+    fail(
+        "must be a bool, int, float, str, or a list/tuple of ints, of strs or of shapes "
+        "(tuples of ints), but got " +
+        describe(v));
   }
   std::string describe(py::handle v) const {
     if (is_sequence(v)) return type_name(v) + " " + py::repr(v).cast<std::string>();
@@ -167,7 +169,8 @@ ag::Bprop get_bprop(const std::string& op, const py::dict& kwargs) {
   ag::Attrs attrs;
   std::vector<std::string> empty;
   for (auto [key, value] : kwargs) {
-    if (!PyUnicode_Check(key.ptr())) throw py::type_error("get_bprop: attribute names must be strings");
+    if (!PyUnicode_Check(key.ptr()))
+      throw py::type_error("get_bprop: attribute names must be strings");
     const auto name = key.cast<std::string>();
     bool is_empty = false;
     attrs.emplace(name, to_attr(value, AttrError(op, name), &is_empty));
@@ -219,8 +222,8 @@ py::object call(const ag::Bprop& b, py::handle x, py::handle out, py::handle dou
   const Arg ax = to_arg(x, "x"), aout = to_arg(out, "out"), adout = to_arg(dout, "dout");
   const std::vector<const Arg*> inputs{&ax, &aout, &adout};
   const bool list_form = ax.is_list || aout.is_list || adout.is_list;
-  const bool all_single = !list_form && ax.tensors.size() == 1 && aout.tensors.size() == 1 &&
-                          adout.tensors.size() == 1;
+  const bool all_single =
+      !list_form && ax.tensors.size() == 1 && aout.tensors.size() == 1 && adout.tensors.size() == 1;
   ag::TensorList dx;
   {
     py::gil_scoped_release nogil;  // the rule communicates: other threads (and its peers) run
@@ -263,7 +266,8 @@ void bind_autograd(py::module_& m) {
   py::class_<ag::Bprop>(m, "_Bprop", "A C++ gradient rule bound to one op's attributes.")
       .def_property_readonly("op", &ag::Bprop::op)
       .def("__call__", &call, py::arg("x"), py::arg("out"), py::arg("dout"))
-      .def("__repr__", [](const ag::Bprop& b) { return "<collie.autograd bprop of " + b.op() + ">"; });
+      .def("__repr__",
+           [](const ag::Bprop& b) { return "<collie.autograd bprop of " + b.op() + ">"; });
   m.def("_get_bprop", &get_bprop, py::arg("op_name"), py::arg("attrs"));
   m.def("_rule_table", &rule_table);
 }
