@@ -49,7 +49,8 @@ std::string mpi_launcher() {
   if (started_by_collie_or_torchrun()) return "";
   if (is_set("OMPI_COMM_WORLD_SIZE")) return "mpirun (OMPI_COMM_WORLD_SIZE)";
   const bool srun = is_set("SLURM_PROCID");
-  if (is_set("PMIX_RANK")) return srun ? "srun --mpi=pmix (PMIX_RANK)" : "a PMIx launcher (PMIX_RANK)";
+  if (is_set("PMIX_RANK"))
+    return srun ? "srun --mpi=pmix (PMIX_RANK)" : "a PMIx launcher (PMIX_RANK)";
   if (is_set("PMI_SIZE")) return srun ? "srun --mpi=pmi2 (PMI_SIZE)" : "a PMI launcher (PMI_SIZE)";
   return "";
 }
@@ -62,7 +63,8 @@ std::string ranks_elsewhere(const LaunchEnv& env) {
            std::to_string(env.world_size) + " ranks run on this host (" + env.source + ")";
   }
   // srun does not always say how many tasks share a node; the step's node count does.
-  if (!started_by_collie_or_torchrun() && !is_set("OMPI_COMM_WORLD_SIZE") && is_set("SLURM_PROCID")) {
+  if (!started_by_collie_or_torchrun() && !is_set("OMPI_COMM_WORLD_SIZE") &&
+      is_set("SLURM_PROCID")) {
     int nodes = std::atoi(env_var("SLURM_STEP_NUM_NODES").value_or("1").c_str());
     if (nodes > 1) {
       return "the srun step spans " + std::to_string(nodes) + " nodes (SLURM_STEP_NUM_NODES)";
@@ -87,8 +89,8 @@ TransportChoice automatic(const LaunchEnv& env, const std::string& prefix) {
     if (kHaveMpi) return {"mpi", prefix + "launched by " + launcher};
     if (!elsewhere.empty()) {
       throw ValueError("init: launched by " + launcher + " and " + elsewhere +
-                       ", but this build of collie has no mpi backend (built with: " + built_list() +
-                       ") and shm only connects ranks on one host: " + kRebuildHint);
+                       ", but this build of collie has no mpi backend (built with: " +
+                       built_list() + ") and shm only connects ranks on one host: " + kRebuildHint);
     }
     return {"shm", prefix + "launched by " + launcher +
                        ", all ranks on this host; this build has no mpi backend"};
@@ -130,21 +132,24 @@ TransportChoice select_transport(const std::string& requested, const LaunchEnv& 
   for (const std::string& t : available_transports()) known |= t == name;
   if (!known) {
     throw ValueError("init: backend '" + name + "' (" + reason +
-                     ") is not available in this build of collie (built with: " + built_list() + ")" +
-                     (name == "mpi" ? std::string("; ") + kRebuildHint : std::string()));
+                     ") is not available in this build of collie (built with: " + built_list() +
+                     ")" + (name == "mpi" ? std::string("; ") + kRebuildHint : std::string()));
   }
   if (name == "shm") {
     const std::string elsewhere = ranks_elsewhere(env);
     if (!elsewhere.empty()) {
       throw ValueError("init: backend 'shm' (" + reason + ") needs every rank on one host, but " +
-                       elsewhere + (kHaveMpi ? "; use the mpi backend (the default under mpirun/srun)"
-                                             : std::string("; ") + kRebuildHint));
+                       elsewhere +
+                       (kHaveMpi ? "; use the mpi backend (the default under mpirun/srun)"
+                                 : std::string("; ") + kRebuildHint));
     }
   }
   if (name == "mpi" && env.world_size > 1 && mpi_launcher().empty()) {
-    throw ValueError("init: backend 'mpi' (" + reason + ") needs ranks started by mpirun or srun "
-                     "--mpi=pmix, but these " + std::to_string(env.world_size) + " ranks come from " +
-                     env.source + ": launch with `mpirun -np " + std::to_string(env.world_size) +
+    throw ValueError("init: backend 'mpi' (" + reason +
+                     ") needs ranks started by mpirun or srun "
+                     "--mpi=pmix, but these " +
+                     std::to_string(env.world_size) + " ranks come from " + env.source +
+                     ": launch with `mpirun -np " + std::to_string(env.world_size) +
                      " PROGRAM`, or use backend 'shm'");
   }
   return {name, reason};

@@ -49,13 +49,15 @@ double reduce_input(ReduceOp op, DType d, int r, int64_t i) {
   }
   const bool sgn = !is_unsigned(d);
   switch (op) {
-    case ReduceOp::SUM: return (r + 1) + (i % 5) - (sgn ? 3 : 0);
+    case ReduceOp::SUM:
+      return (r + 1) + (i % 5) - (sgn ? 3 : 0);
     case ReduceOp::PROD: {
       int64_t k = (i + 2 * r) % 3;
       return sgn ? (k == 0 ? -1.0 : static_cast<double>(k)) : static_cast<double>(k + 1);
     }
     case ReduceOp::MIN:
-    case ReduceOp::MAX: return static_cast<double>((i * 7 + r * 3) % 11) - (sgn ? 5 : 0);
+    case ReduceOp::MAX:
+      return static_cast<double>((i * 7 + r * 3) % 11) - (sgn ? 5 : 0);
   }
   return 0;
 }
@@ -65,14 +67,23 @@ double reduce_expected(ReduceOp op, DType d, int m, int64_t i) {
   for (int r = 1; r < m; ++r) {
     double v = reduce_input(op, d, r, i);
     if (d == DType::Bool) {
-      acc = (op == ReduceOp::SUM || op == ReduceOp::MAX) ? (acc != 0 || v != 0) : (acc != 0 && v != 0);
+      acc = (op == ReduceOp::SUM || op == ReduceOp::MAX) ? (acc != 0 || v != 0)
+                                                         : (acc != 0 && v != 0);
       continue;
     }
     switch (op) {
-      case ReduceOp::SUM: acc += v; break;
-      case ReduceOp::PROD: acc *= v; break;
-      case ReduceOp::MIN: acc = std::min(acc, v); break;
-      case ReduceOp::MAX: acc = std::max(acc, v); break;
+      case ReduceOp::SUM:
+        acc += v;
+        break;
+      case ReduceOp::PROD:
+        acc *= v;
+        break;
+      case ReduceOp::MIN:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::MAX:
+        acc = std::max(acc, v);
+        break;
     }
   }
   return acc;
@@ -108,7 +119,8 @@ void test_all_reduce(Checker& ck, const Ctx& c, DType d, int64_t k, ReduceOp op,
   Tensor x = make_tensor(blocks(1, k), d, [&](int64_t i) { return reduce_input(op, d, c.me, i); });
   auto [y, h] = all_reduce(x, op, c.name, async);
   h.wait();
-  ck.tensor(what("all_reduce", c, d, k, "(" + std::string(reduce_op_name(op)) + (async ? ", async)" : ")")),
+  ck.tensor(what("all_reduce", c, d, k,
+                 "(" + std::string(reduce_op_name(op)) + (async ? ", async)" : ")")),
             y, x.shape(), d, [&](int64_t i) { return reduce_expected(op, d, c.m(), i); });
 }
 
@@ -124,7 +136,8 @@ void test_reduce(Checker& ck, const Ctx& c, DType d, int64_t k, ReduceOp op, int
   Tensor x = make_tensor(blocks(1, k), d, [&](int64_t i) { return reduce_input(op, d, c.me, i); });
   Tensor y = reduce(x, c.world(root), op, c.name);
   if (c.me != root) return;
-  ck.tensor(what("reduce", c, d, k, "(" + std::string(reduce_op_name(op)) + ") root " + std::to_string(root)),
+  ck.tensor(what("reduce", c, d, k,
+                 "(" + std::string(reduce_op_name(op)) + ") root " + std::to_string(root)),
             y, x.shape(), d, [&](int64_t i) { return reduce_expected(op, d, c.m(), i); });
 }
 
@@ -134,16 +147,21 @@ void test_moves(Checker& ck, const Ctx& c, DType d, int64_t k, int root) {
   Tensor x = make_tensor(blocks(1, k), d, [&](int64_t i) { return data_value(d, me, i); });
 
   Tensor b = broadcast(x, c.world(root), c.name);
-  ck.tensor(what("broadcast", c, d, k, r), b, x.shape(), d, [&](int64_t i) { return data_value(d, root, i); });
+  ck.tensor(what("broadcast", c, d, k, r), b, x.shape(), d,
+            [&](int64_t i) { return data_value(d, root, i); });
 
   Tensor g = gather_into_tensor(x, c.world(root), c.name);
   if (me == root) {
-    ck.tensor(what("gather_into_tensor", c, d, k, r), g, blocks(m, k), d,
-              [&](int64_t i) { return data_value(d, static_cast<int>(i / std::max<int64_t>(k, 1)), i % std::max<int64_t>(k, 1)); });
+    ck.tensor(what("gather_into_tensor", c, d, k, r), g, blocks(m, k), d, [&](int64_t i) {
+      return data_value(d, static_cast<int>(i / std::max<int64_t>(k, 1)),
+                        i % std::max<int64_t>(k, 1));
+    });
   }
 
   // The root's input holds block j for rank j; the others' inputs are ignored.
-  Tensor xs = make_tensor(blocks(m, k), d, [&](int64_t i) { return me == root ? data_value(d, 100 + static_cast<int>(i / std::max<int64_t>(k, 1)), i) : -1; });
+  Tensor xs = make_tensor(blocks(m, k), d, [&](int64_t i) {
+    return me == root ? data_value(d, 100 + static_cast<int>(i / std::max<int64_t>(k, 1)), i) : -1;
+  });
   Tensor s = scatter_tensor(xs, c.world(root), c.name);
   ck.tensor(what("scatter_tensor", c, d, k, r), s, blocks(1, k), d,
             [&](int64_t i) { return data_value(d, 100 + me, me * k + i); });
@@ -182,19 +200,23 @@ void test_all_to_all(Checker& ck, const Ctx& c, DType d, int64_t scale, bool asy
   }
   std::vector<double> expected;
   for (int j = 0; j < m; ++j) {
-    for (int64_t i = 0; i < out_splits[static_cast<size_t>(j)]; ++i) expected.push_back(a2a_value(d, j, me, i));
+    for (int64_t i = 0; i < out_splits[static_cast<size_t>(j)]; ++i)
+      expected.push_back(a2a_value(d, j, me, i));
   }
-  Tensor x = make_tensor({static_cast<int64_t>(in_vals.size())}, d, [&](int64_t i) { return in_vals[static_cast<size_t>(i)]; });
-  auto [y, h] = all_to_all_single_with_output_shape({out_rows}, x, out_splits, in_splits, c.name, async);
+  Tensor x = make_tensor({static_cast<int64_t>(in_vals.size())}, d,
+                         [&](int64_t i) { return in_vals[static_cast<size_t>(i)]; });
+  auto [y, h] =
+      all_to_all_single_with_output_shape({out_rows}, x, out_splits, in_splits, c.name, async);
   h.wait();
-  ck.tensor(what("all_to_all_single_with_output_shape", c, d, scale, async ? " (async)" : ""), y, {out_rows},
-            d, [&](int64_t i) { return expected[static_cast<size_t>(i)]; });
+  ck.tensor(what("all_to_all_single_with_output_shape", c, d, scale, async ? " (async)" : ""), y,
+            {out_rows}, d, [&](int64_t i) { return expected[static_cast<size_t>(i)]; });
 
   // all_to_all_with_output_shape: a list of tensors, one per peer.
   std::vector<Tensor> inputs;
   std::vector<Shape> shapes;
   for (int j = 0; j < m; ++j) {
-    inputs.push_back(make_tensor({a2a_len(me, j, scale)}, d, [&](int64_t i) { return a2a_value(d, me, j, i); }));
+    inputs.push_back(
+        make_tensor({a2a_len(me, j, scale)}, d, [&](int64_t i) { return a2a_value(d, me, j, i); }));
     shapes.push_back({a2a_len(j, me, scale)});
   }
   auto [outs, h2] = all_to_all_with_output_shape(shapes, inputs, c.name, async);
@@ -226,7 +248,8 @@ void test_p2p(Checker& ck, const Ctx& c, DType d, int64_t k) {
   auto [y, hr] = irecv(x, c.world(prev), c.name, 5);
   hr.wait();
   hs.wait();
-  ck.tensor(what("isend/irecv ring", c, d, k), y, x.shape(), d, [&](int64_t i) { return data_value(d, prev, i); });
+  ck.tensor(what("isend/irecv ring", c, d, k), y, x.shape(), d,
+            [&](int64_t i) { return data_value(d, prev, i); });
 
   if (m < 2 || me > 1) return;
   // Blocking send/recv between group ranks 0 and 1, and two tags received in
@@ -236,19 +259,27 @@ void test_p2p(Checker& ck, const Ctx& c, DType d, int64_t k) {
   if (me == 0) {
     send(a, c.world(other), c.name, 1);
     Tensor got = recv(a, c.world(other), c.name, 1);
-    ck.tensor(what("send/recv", c, d, k), got, a.shape(), d, [&](int64_t i) { return data_value(d, 11, i); });
-    CommHandle t1 = isend(make_tensor(blocks(1, k), d, [&](int64_t i) { return data_value(d, 1, i); }), c.world(other), c.name, 21);
-    CommHandle t2 = isend(make_tensor(blocks(1, k), d, [&](int64_t i) { return data_value(d, 2, i); }), c.world(other), c.name, 22);
+    ck.tensor(what("send/recv", c, d, k), got, a.shape(), d,
+              [&](int64_t i) { return data_value(d, 11, i); });
+    CommHandle t1 =
+        isend(make_tensor(blocks(1, k), d, [&](int64_t i) { return data_value(d, 1, i); }),
+              c.world(other), c.name, 21);
+    CommHandle t2 =
+        isend(make_tensor(blocks(1, k), d, [&](int64_t i) { return data_value(d, 2, i); }),
+              c.world(other), c.name, 22);
     t1.wait();
     t2.wait();
   } else {
     Tensor got = recv(a, c.world(other), c.name, 1);
     send(a, c.world(other), c.name, 1);
-    ck.tensor(what("send/recv", c, d, k), got, a.shape(), d, [&](int64_t i) { return data_value(d, 10, i); });
+    ck.tensor(what("send/recv", c, d, k), got, a.shape(), d,
+              [&](int64_t i) { return data_value(d, 10, i); });
     Tensor second = recv(a, c.world(other), c.name, 22);
     Tensor first = recv(a, c.world(other), c.name, 21);
-    ck.tensor(what("recv tag 22 before tag 21", c, d, k), second, a.shape(), d, [&](int64_t i) { return data_value(d, 2, i); });
-    ck.tensor(what("recv tag 21 after tag 22", c, d, k), first, a.shape(), d, [&](int64_t i) { return data_value(d, 1, i); });
+    ck.tensor(what("recv tag 22 before tag 21", c, d, k), second, a.shape(), d,
+              [&](int64_t i) { return data_value(d, 2, i); });
+    ck.tensor(what("recv tag 21 after tag 22", c, d, k), first, a.shape(), d,
+              [&](int64_t i) { return data_value(d, 1, i); });
   }
 }
 
@@ -258,14 +289,16 @@ void test_batch(Checker& ck, const Ctx& c, DType d, int64_t k) {
   const int m = c.m(), me = c.me;
   std::vector<P2POp> ops;
   for (int j = 0; j < m; ++j) {
-    ops.emplace_back("isend", make_tensor(blocks(1, k), d, [&](int64_t i) { return a2a_value(d, me, j, i); }),
-                     c.world(j), c.name, 7);
+    ops.emplace_back(
+        "isend", make_tensor(blocks(1, k), d, [&](int64_t i) { return a2a_value(d, me, j, i); }),
+        c.world(j), c.name, 7);
   }
   for (int j = 0; j < m; ++j) ops.emplace_back("irecv", blocks(1, k), c.world(j), c.name, 7, d);
   std::vector<Tensor> got = batch_isend_irecv(ops);
   for (int j = 0; j < m; ++j) {
     ck.tensor(what("batch_isend_irecv", c, d, k, " from " + std::to_string(j)),
-              got[static_cast<size_t>(m + j)], blocks(1, k), d, [&](int64_t i) { return a2a_value(d, j, me, i); });
+              got[static_cast<size_t>(m + j)], blocks(1, k), d,
+              [&](int64_t i) { return a2a_value(d, j, me, i); });
   }
 }
 
@@ -273,9 +306,11 @@ void test_batch(Checker& ck, const Ctx& c, DType d, int64_t k) {
 // caller busy meanwhile.
 void test_async_overlap(Checker& ck, const Ctx& c, DType d) {
   const int64_t k = big_count(d);
-  Tensor a = make_tensor({k}, d, [&](int64_t i) { return reduce_input(ReduceOp::SUM, d, c.me, i); });
+  Tensor a =
+      make_tensor({k}, d, [&](int64_t i) { return reduce_input(ReduceOp::SUM, d, c.me, i); });
   Tensor b = make_tensor({7}, d, [&](int64_t i) { return data_value(d, c.me, i); });
-  Tensor s = make_tensor({c.m() * 7}, d, [&](int64_t i) { return reduce_input(ReduceOp::MAX, d, c.me, i); });
+  Tensor s = make_tensor({c.m() * 7}, d,
+                         [&](int64_t i) { return reduce_input(ReduceOp::MAX, d, c.me, i); });
   auto [ya, ha] = all_reduce(a, ReduceOp::SUM, c.name, true);
   auto [yb, hb] = all_gather_into_tensor(b, c.name, true);
   auto [ys, hs] = reduce_scatter_tensor(s, ReduceOp::MAX, c.name, true);
@@ -284,7 +319,8 @@ void test_async_overlap(Checker& ck, const Ctx& c, DType d) {
   hs.wait();
   hb.wait();
   ha.wait();
-  ck.truth(what("async handles", c, d, k), ha.is_completed() && hb.is_completed() && hs.is_completed(),
+  ck.truth(what("async handles", c, d, k),
+           ha.is_completed() && hb.is_completed() && hs.is_completed(),
            "a handle is not completed after wait()");
   ck.tensor(what("async all_reduce", c, d, k), ya, {k}, d,
             [&](int64_t i) { return reduce_expected(ReduceOp::SUM, d, c.m(), i); });
@@ -319,7 +355,8 @@ void run_group(Checker& ck, const Ctx& c, bool full) {
       test_p2p(ck, c, d, k);
       test_batch(ck, c, d, k);
     }
-    for (int64_t scale : {int64_t{0}, int64_t{1}, int64_t{5}}) test_all_to_all(ck, c, d, scale, false);
+    for (int64_t scale : {int64_t{0}, int64_t{1}, int64_t{5}})
+      test_all_to_all(ck, c, d, scale, false);
     test_all_to_all(ck, c, d, full ? big_count(d) / 4 : 3, true);
     if (full) test_async_overlap(ck, c, d);
     barrier(c.name);
@@ -353,8 +390,8 @@ int main() {
       }
     }
     for (size_t gi = 0; gi < groups.size(); ++gi) {
-      ck.truth("group rank of " + groups[gi].label(),
-               groups[gi].world(groups[gi].me) == rank, "group rank does not map back to this world rank");
+      ck.truth("group rank of " + groups[gi].label(), groups[gi].world(groups[gi].me) == rank,
+               "group rank does not map back to this world rank");
       run_group(ck, groups[gi], /*full=*/gi == 0);
     }
     if (n > 1) {
@@ -370,7 +407,8 @@ int main() {
     // A second init() after release() works (on mpi: MPI stays initialised; new communicators).
     init();
     auto [again, h] = all_reduce(Tensor::ones({3}, DType::Int32));
-    ck.tensor("all_reduce after release() and init()", again, {3}, DType::Int32, [&](int64_t) { return n; });
+    ck.tensor("all_reduce after release() and init()", again, {3}, DType::Int32,
+              [&](int64_t) { return n; });
     release();
     return ck.failures() == 0 ? 0 : 1;
   } catch (const std::exception& e) {

@@ -9,12 +9,12 @@
 //   4. an all_to_all whose counts disagree fails on every rank with CommError, and
 //      the group stays usable.
 // Exits 0 and prints "deadlines: PASS" on rank 0 when every check holds.
+#include <collie/collie.h>
+
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
-
-#include <collie/collie.h>
 
 using namespace collie;
 
@@ -29,17 +29,21 @@ void expect(bool ok, int rank, const std::string& what) {
   }
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Runs f, expecting exception type E whose message contains every part.
 template <typename E, typename F>
-void expect_throw(int rank, const std::string& what, F f, std::initializer_list<const char*> parts) {
+void expect_throw(int rank, const std::string& what, F f,
+                  std::initializer_list<const char*> parts) {
   try {
     f();
     expect(false, rank, what + ": no exception");
   } catch (const E& e) {
     std::string msg = e.what();
-    for (const char* p : parts) expect(contains(msg, p), rank, what + ": message lacks '" + p + "': " + msg);
+    for (const char* p : parts)
+      expect(contains(msg, p), rank, what + ": message lacks '" + p + "': " + msg);
     if (rank == 0) std::printf("rank %d: %s -> %s\n", rank, what.c_str(), msg.c_str());
   } catch (const std::exception& e) {
     expect(false, rank, what + ": wrong exception type: " + e.what());
@@ -64,15 +68,18 @@ int main() {
   // 1. Rank 1 joins seq 2 after rank 0's deadline.
   if (rank == 0) {
     auto t0 = std::chrono::steady_clock::now();
-    expect_throw<TimeoutError>(rank, "late collective", [] { all_reduce(Tensor::ones({4}), ReduceOp::SUM, "fast"); },
+    expect_throw<TimeoutError>(rank, "late collective",
+                               [] { all_reduce(Tensor::ones({4}), ReduceOp::SUM, "fast"); },
                                {"all_reduce", "seq 2", "'fast'", "timed out after 1 s"});
     double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     expect(waited >= 0.9 && waited < 10, rank, "the timeout took " + std::to_string(waited) + " s");
-    expect_throw<CommError>(rank, "after the timeout", [] { barrier("fast"); }, {"barrier", "unusable"});
+    expect_throw<CommError>(rank, "after the timeout", [] { barrier("fast"); },
+                            {"barrier", "unusable"});
   } else {
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     auto [y, h] = all_reduce(Tensor::ones({4}), ReduceOp::SUM, "fast");
-    expect(y.item(0) == 2.0, rank, "the late all_reduce still completes with rank 0's abandoned request");
+    expect(y.item(0) == 2.0, rank,
+           "the late all_reduce still completes with rank 0's abandoned request");
   }
   barrier();  // the world is unaffected
 
@@ -81,14 +88,18 @@ int main() {
   quick.timeout_seconds = 0.5;
   create_group("quick", {0, 1}, quick);
   if (rank == 0) {
-    expect_throw<TimeoutError>(rank, "unmatched recv", [] { recv(Tensor::zeros({3}), 1, "quick", 42); },
+    expect_throw<TimeoutError>(rank, "unmatched recv",
+                               [] { recv(Tensor::zeros({3}), 1, "quick", 42); },
                                {"recv", "tag 42", "no message from rank 1"});
   }
   barrier();
 
   // 3. A group that rank 1 never creates.
   if (rank == 0) {
-    expect_throw<TimeoutError>(rank, "lonely create_group", [&] { create_group("lonely", {0, 1}, quick); },
+    expect_throw<TimeoutError>(rank, "lonely create_group",
+                               [&] {
+                                 create_group("lonely", {0, 1}, quick);
+                               },
                                {"create_group 'lonely'", "rank(s) [1]"});
   }
   barrier();
@@ -96,7 +107,8 @@ int main() {
   // 4. Counts that disagree: every rank fails alike and the group still works.
   std::vector<Tensor> inputs = {Tensor::ones({2}), Tensor::ones({2})};
   std::vector<Shape> shapes = {Shape{rank == 1 ? int64_t{3} : int64_t{2}}, Shape{2}};
-  expect_throw<CommError>(rank, "all_to_all count mismatch", [&] { all_to_all_with_output_shape(shapes, inputs); },
+  expect_throw<CommError>(rank, "all_to_all count mismatch",
+                          [&] { all_to_all_with_output_shape(shapes, inputs); },
                           {"all_to_all", "sends 2 elements to rank 1, which expects 3"});
   auto [y, h] = all_reduce(Tensor::ones({1}));
   expect(y.item(0) == 2.0, rank, "the world works after the all_to_all mismatch");

@@ -56,8 +56,8 @@ Tensor random_tensor(std::mt19937_64& rng, DType d, int64_t count) {
   return t;
 }
 
-const char* const kOpNames[] = {"all_reduce", "reduce_scatter", "reduce",   "all_gather",
-                                "broadcast",  "gather",         "scatter",  "all_to_all",
+const char* const kOpNames[] = {"all_reduce", "reduce_scatter", "reduce",    "all_gather",
+                                "broadcast",  "gather",         "scatter",   "all_to_all",
                                 "p2p_ring",   "batch",          "async_pair"};
 constexpr int kNumOps = 11;
 const int64_t kCounts[] = {0, 1, 3, 17, 255, 4097, 20000, 70000};
@@ -105,19 +105,37 @@ int main(int argc, char** argv) {
       for (auto& s : splits_seed) s = static_cast<int64_t>(plan() % 5) * (count / 4 + 1);
       const int me = g.rank_of(rank);
       if (me < 0) continue;  // not a member: the members run this step
-      std::mt19937_64 data(seed * 1000003u + static_cast<uint64_t>(step) * 131u + static_cast<uint64_t>(rank));
+      std::mt19937_64 data(seed * 1000003u + static_cast<uint64_t>(step) * 131u +
+                           static_cast<uint64_t>(rank));
       const std::string gname = g.name == WORLD ? "world" : g.name;
       const bool reduces = is_floating(d) && (op <= 2 || op == 10);
       std::vector<Tensor> results;
       Tensor x = random_tensor(data, d, count);
       switch (op) {
-        case 0: results.push_back(all_reduce(x, rop, g.name).first); break;
-        case 1: results.push_back(reduce_scatter_tensor(random_tensor(data, d, count * m), rop, g.name).first); break;
-        case 2: results.push_back(reduce(x, g.ranks[static_cast<size_t>(root)], rop, g.name)); break;
-        case 3: results.push_back(all_gather_into_tensor(x.reshape({1, count}), g.name).first); break;
-        case 4: results.push_back(broadcast(x, g.ranks[static_cast<size_t>(root)], g.name)); break;
-        case 5: results.push_back(gather_into_tensor(x.reshape({1, count}), g.ranks[static_cast<size_t>(root)], g.name)); break;
-        case 6: results.push_back(scatter_tensor(random_tensor(data, d, count * m).reshape({m, count}), g.ranks[static_cast<size_t>(root)], g.name)); break;
+        case 0:
+          results.push_back(all_reduce(x, rop, g.name).first);
+          break;
+        case 1:
+          results.push_back(
+              reduce_scatter_tensor(random_tensor(data, d, count * m), rop, g.name).first);
+          break;
+        case 2:
+          results.push_back(reduce(x, g.ranks[static_cast<size_t>(root)], rop, g.name));
+          break;
+        case 3:
+          results.push_back(all_gather_into_tensor(x.reshape({1, count}), g.name).first);
+          break;
+        case 4:
+          results.push_back(broadcast(x, g.ranks[static_cast<size_t>(root)], g.name));
+          break;
+        case 5:
+          results.push_back(gather_into_tensor(x.reshape({1, count}),
+                                               g.ranks[static_cast<size_t>(root)], g.name));
+          break;
+        case 6:
+          results.push_back(scatter_tensor(random_tensor(data, d, count * m).reshape({m, count}),
+                                           g.ranks[static_cast<size_t>(root)], g.name));
+          break;
         case 7: {
           // splits_seed[i*m + j]: elements group rank i sends to group rank j.
           std::vector<int64_t> in_splits, out_splits;
@@ -129,7 +147,9 @@ int main(int argc, char** argv) {
             out_rows += out_splits.back();
           }
           Tensor in = random_tensor(data, d, in_rows);
-          results.push_back(all_to_all_single_with_output_shape({out_rows}, in, out_splits, in_splits, g.name).first);
+          results.push_back(
+              all_to_all_single_with_output_shape({out_rows}, in, out_splits, in_splits, g.name)
+                  .first);
           break;
         }
         case 8: {
@@ -142,8 +162,11 @@ int main(int argc, char** argv) {
         }
         case 9: {
           std::vector<P2POp> ops;
-          for (int j = 0; j < m; ++j) ops.emplace_back("isend", random_tensor(data, d, count), g.ranks[static_cast<size_t>(j)], g.name, 9);
-          for (int j = 0; j < m; ++j) ops.emplace_back("irecv", Shape{count}, g.ranks[static_cast<size_t>(j)], g.name, 9, d);
+          for (int j = 0; j < m; ++j)
+            ops.emplace_back("isend", random_tensor(data, d, count),
+                             g.ranks[static_cast<size_t>(j)], g.name, 9);
+          for (int j = 0; j < m; ++j)
+            ops.emplace_back("irecv", Shape{count}, g.ranks[static_cast<size_t>(j)], g.name, 9, d);
           std::vector<Tensor> got = batch_isend_irecv(ops);
           results.insert(results.end(), got.begin() + m, got.end());
           break;
@@ -162,12 +185,13 @@ int main(int argc, char** argv) {
       uint64_t h = 0xcbf29ce484222325ULL;
       for (const Tensor& t : results) h = h * 31 + hash_tensor(t);
       std::fprintf(out, "%d %s %s %" PRId64 " %s %d %d %016" PRIx64 "\n", step, kOpNames[op],
-                   std::string(dtype_name(d)).c_str(), count, gname.c_str(), root, reduces ? 1 : 0, h);
+                   std::string(dtype_name(d)).c_str(), count, gname.c_str(), root, reduces ? 1 : 0,
+                   h);
     }
     std::fclose(out);
     barrier();
-    std::printf("rank %d: backend %s, %d steps written to %s\n", rank, backend_name().c_str(), steps,
-                path.c_str());
+    std::printf("rank %d: backend %s, %d steps written to %s\n", rank, backend_name().c_str(),
+                steps, path.c_str());
     release();
     return 0;
   } catch (const std::exception& e) {

@@ -36,13 +36,31 @@ class Env {
   }
 
  private:
-  static constexpr const char* kAll[] = {
-      "COLLIE_RANK", "COLLIE_WORLD_SIZE", "COLLIE_LOCAL_RANK", "COLLIE_LOCAL_WORLD_SIZE",
-      "COLLIE_JOB_ID", "COLLIE_BACKEND", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-      "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
-      "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
-      "SLURM_STEP_NUM_NODES", "SLURM_JOB_ID"};
+  static constexpr const char* kAll[] = {"COLLIE_RANK",
+                                         "COLLIE_WORLD_SIZE",
+                                         "COLLIE_LOCAL_RANK",
+                                         "COLLIE_LOCAL_WORLD_SIZE",
+                                         "COLLIE_JOB_ID",
+                                         "COLLIE_BACKEND",
+                                         "RANK",
+                                         "WORLD_SIZE",
+                                         "LOCAL_RANK",
+                                         "LOCAL_WORLD_SIZE",
+                                         "OMPI_COMM_WORLD_RANK",
+                                         "OMPI_COMM_WORLD_SIZE",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                         "PMIX_RANK",
+                                         "PMI_RANK",
+                                         "PMI_SIZE",
+                                         "MPI_LOCALRANKID",
+                                         "MPI_LOCALNRANKS",
+                                         "SLURM_PROCID",
+                                         "SLURM_NTASKS",
+                                         "SLURM_LOCALID",
+                                         "SLURM_NTASKS_PER_NODE",
+                                         "SLURM_STEP_NUM_NODES",
+                                         "SLURM_JOB_ID"};
 };
 
 TransportChoice choose(const std::string& requested = "") {
@@ -59,7 +77,9 @@ std::string refusal(const std::string& requested = "") {
   return "";
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST(SelectTransport, NoLauncherIsShm) {
   Env env({});
@@ -74,8 +94,11 @@ TEST(SelectTransport, CollieRunIsShm) {
 }
 
 TEST(SelectTransport, MpirunIsMpiWhenBuilt) {
-  Env env({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-           {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}, {"PMIX_RANK", "1"}});
+  Env env({{"OMPI_COMM_WORLD_RANK", "1"},
+           {"OMPI_COMM_WORLD_SIZE", "4"},
+           {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+           {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+           {"PMIX_RANK", "1"}});
   TransportChoice c = choose();
   if (have_mpi()) {
     EXPECT_EQ(c.name, "mpi");
@@ -87,8 +110,10 @@ TEST(SelectTransport, MpirunIsMpiWhenBuilt) {
 }
 
 TEST(SelectTransport, MpirunAcrossHosts) {
-  Env env({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-           {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  Env env({{"OMPI_COMM_WORLD_RANK", "3"},
+           {"OMPI_COMM_WORLD_SIZE", "4"},
+           {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+           {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   if (have_mpi()) {
     EXPECT_EQ(choose().name, "mpi");
   } else {
@@ -123,7 +148,8 @@ TEST(SelectTransport, MpiForAWorldOfOne) {
 }
 
 TEST(SelectTransport, InitArgumentBeatsEnvironment) {
-  Env env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"COLLIE_BACKEND", "mpi"}});
+  Env env(
+      {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"COLLIE_BACKEND", "mpi"}});
   TransportChoice c = choose("shm");
   EXPECT_EQ(c.name, "shm");
   EXPECT_EQ(c.reason, "requested by init()");
@@ -140,13 +166,18 @@ TEST(SelectTransport, MindSporeNamesTakeTheDefault) {
 
 // `mpirun -np 1 collie run -n 4 prog`: collie run's variables win, as in read_launch_env.
 TEST(SelectTransport, CollieRunInsideMpirunIsShm) {
-  Env env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}, {"COLLIE_RANK", "2"},
+  Env env({{"OMPI_COMM_WORLD_RANK", "0"},
+           {"OMPI_COMM_WORLD_SIZE", "1"},
+           {"COLLIE_RANK", "2"},
            {"COLLIE_WORLD_SIZE", "4"}});
   EXPECT_EQ(choose().name, "shm");
 }
 
 TEST(SelectTransport, SrunWithPmix) {
-  Env env({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "8"}, {"SLURM_STEP_NUM_NODES", "2"}, {"PMIX_RANK", "1"}});
+  Env env({{"SLURM_PROCID", "1"},
+           {"SLURM_NTASKS", "8"},
+           {"SLURM_STEP_NUM_NODES", "2"},
+           {"PMIX_RANK", "1"}});
   if (have_mpi()) {
     TransportChoice c = choose();
     EXPECT_EQ(c.name, "mpi");

@@ -38,7 +38,8 @@ T from_double(double v) {
 }
 
 // A contiguous tensor of `shape` whose flat element i is f(i).
-inline Tensor make_tensor(const collie::Shape& shape, DType dtype, const std::function<double(int64_t)>& f) {
+inline Tensor make_tensor(const collie::Shape& shape, DType dtype,
+                          const std::function<double(int64_t)>& f) {
   Tensor t = Tensor::empty(shape, dtype);
   const int64_t n = t.numel();
   collie::dispatch_dtype(dtype, [&](auto tag) {
@@ -108,7 +109,8 @@ class Checker {
 
   void fail(const std::string& what, const std::string& detail) {
     ++failures_;
-    if (failures_ <= 50) std::fprintf(stderr, "rank %d: MISMATCH in %s: %s\n", rank_, what.c_str(), detail.c_str());
+    if (failures_ <= 50)
+      std::fprintf(stderr, "rank %d: MISMATCH in %s: %s\n", rank_, what.c_str(), detail.c_str());
   }
 
   long checks() const { return checks_; }
@@ -125,8 +127,8 @@ class Checker {
   long failures_ = 0;
 };
 
-inline const DType kAllDTypes[] = {DType::Bool,    DType::Int8,     DType::UInt8,   DType::Int16,
-                                   DType::Int32,   DType::Int64,    DType::Float16, DType::BFloat16,
+inline const DType kAllDTypes[] = {DType::Bool,    DType::Int8,   DType::UInt8,   DType::Int16,
+                                   DType::Int32,   DType::Int64,  DType::Float16, DType::BFloat16,
                                    DType::Float32, DType::Float64};
 
 }  // namespace collie_test

@@ -31,7 +31,8 @@ uint64_t hash_name(const std::string& name, uint64_t incarnation) {
 std::unique_ptr<Task> make_world_setup(std::shared_ptr<CommResult> result) {
   auto t = std::make_unique<Task>(std::string("init: setting up the MPI communicators"));
   t->then([result](Task& task) {
-    check_mpi(MPI_Comm_idup(MPI_COMM_WORLD, &result->comm, task.post()), "MPI_Comm_idup", task.describe());
+    check_mpi(MPI_Comm_idup(MPI_COMM_WORLD, &result->comm, task.post()), "MPI_Comm_idup",
+              task.describe());
     check_mpi(MPI_Comm_idup(MPI_COMM_WORLD, &result->control, task.post()), "MPI_Comm_idup",
               task.describe());
   });
@@ -39,8 +40,8 @@ std::unique_ptr<Task> make_world_setup(std::shared_ptr<CommResult> result) {
     // Errors come back as codes (and become exceptions) instead of aborting the job.
     check_mpi(MPI_Comm_set_errhandler(result->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
               task.describe());
-    check_mpi(MPI_Comm_set_errhandler(result->control, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
-              task.describe());
+    check_mpi(MPI_Comm_set_errhandler(result->control, MPI_ERRORS_RETURN),
+              "MPI_Comm_set_errhandler", task.describe());
   });
   return t;
 }
@@ -56,11 +57,12 @@ std::unique_ptr<Task> make_group_setup(MPI_Comm control, const std::string& name
   struct Rendezvous {
     uint64_t mine = 0;
     std::vector<uint64_t> theirs;
-    std::vector<int> peers;    // world ranks of the other members, in group order
-    size_t first_recv = 0;     // index of the first receive among the task's requests
+    std::vector<int> peers;  // world ranks of the other members, in group order
+    size_t first_recv = 0;   // index of the first receive among the task's requests
   };
   auto rv = std::make_shared<Rendezvous>();
-  rv->mine = fnv1a(hash_name(name, incarnation), world_ranks.data(), world_ranks.size() * sizeof(int));
+  rv->mine =
+      fnv1a(hash_name(name, incarnation), world_ranks.data(), world_ranks.size() * sizeof(int));
   for (int r : world_ranks) {
     if (r != me) rv->peers.push_back(r);
   }
@@ -99,7 +101,8 @@ std::unique_ptr<Task> make_group_setup(MPI_Comm control, const std::string& name
     // Every member has arrived, so this blocking call returns promptly.
     MPI_Group world_group = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
     check_mpi(MPI_Comm_group(control, &world_group), "MPI_Comm_group", task.describe());
-    int rc = MPI_Group_incl(world_group, static_cast<int>(world_ranks.size()), world_ranks.data(), &group);
+    int rc = MPI_Group_incl(world_group, static_cast<int>(world_ranks.size()), world_ranks.data(),
+                            &group);
     MPI_Group_free(&world_group);
     check_mpi(rc, "MPI_Group_incl", task.describe());
     rc = MPI_Comm_create_group(control, group, tag, &result->comm);

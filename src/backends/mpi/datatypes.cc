@@ -13,8 +13,8 @@ namespace {
 // no MPI type, and Open MPI 4.1's AVX reductions saturate 8- and 16-bit integer
 // sums instead of wrapping (open-mpi/ompi#8045, "wontfix"). Each gets a contiguous
 // type of its width, reduced by collie's kernels through a user MPI_Op.
-constexpr DType kCustom[] = {DType::Bool, DType::Int8, DType::UInt8, DType::Int16,
-                             DType::Float16, DType::BFloat16};
+constexpr DType kCustom[] = {DType::Bool,  DType::Int8,    DType::UInt8,
+                             DType::Int16, DType::Float16, DType::BFloat16};
 constexpr int kNumCustom = 6;
 
 // Written once on the progress thread before any operation uses them; read by the
@@ -27,10 +27,14 @@ constexpr ReduceOp kOps[4] = {ReduceOp::SUM, ReduceOp::PROD, ReduceOp::MIN, Redu
 
 int op_index(ReduceOp op) {
   switch (op) {
-    case ReduceOp::SUM: return 0;
-    case ReduceOp::PROD: return 1;
-    case ReduceOp::MIN: return 2;
-    case ReduceOp::MAX: return 3;
+    case ReduceOp::SUM:
+      return 0;
+    case ReduceOp::PROD:
+      return 1;
+    case ReduceOp::MIN:
+      return 2;
+    case ReduceOp::MAX:
+      return 3;
   }
   return 0;
 }
@@ -60,7 +64,8 @@ void user_reduce(void* in, void* inout, int* len, MPI_Datatype* type) {
 
 MPI_Datatype make_bytes_type(int bytes) {
   MPI_Datatype t = MPI_DATATYPE_NULL;
-  if (MPI_Type_contiguous(bytes, MPI_BYTE, &t) != MPI_SUCCESS || MPI_Type_commit(&t) != MPI_SUCCESS) {
+  if (MPI_Type_contiguous(bytes, MPI_BYTE, &t) != MPI_SUCCESS ||
+      MPI_Type_commit(&t) != MPI_SUCCESS) {
     throw CommError("init: could not create an MPI datatype for " + std::to_string(bytes) +
                     "-byte elements");
   }
@@ -80,18 +85,24 @@ ReductionMode reduction_mode_from_env() {
 
 const char* reduction_mode_name(ReductionMode mode) {
   switch (mode) {
-    case ReductionMode::Auto: return "auto";
-    case ReductionMode::Native: return "native";
-    case ReductionMode::Ordered: return "ordered";
+    case ReductionMode::Auto:
+      return "auto";
+    case ReductionMode::Native:
+      return "native";
+    case ReductionMode::Ordered:
+      return "ordered";
   }
   return "auto";
 }
 
 bool reduces_natively(ReductionMode mode, DType dtype) {
   switch (mode) {
-    case ReductionMode::Native: return true;
-    case ReductionMode::Ordered: return false;
-    case ReductionMode::Auto: break;
+    case ReductionMode::Native:
+      return true;
+    case ReductionMode::Ordered:
+      return false;
+    case ReductionMode::Auto:
+      break;
   }
   // Integers whose sums MPI wraps: their results do not depend on the order.
   return dtype == DType::Int32 || dtype == DType::Int64;
@@ -124,31 +135,44 @@ void free_mpi_types() {
 
 MPI_Datatype raw_type(DType dtype) {
   switch (element_size(dtype)) {
-    case 1: return MPI_UINT8_T;
-    case 2: return MPI_UINT16_T;
-    case 4: return MPI_UINT32_T;
-    default: return MPI_UINT64_T;
+    case 1:
+      return MPI_UINT8_T;
+    case 2:
+      return MPI_UINT16_T;
+    case 4:
+      return MPI_UINT32_T;
+    default:
+      return MPI_UINT64_T;
   }
 }
 
 MPI_Datatype reduce_type(DType dtype) {
   if (int i = custom_index(dtype); i >= 0) return g_custom_types[i];
   switch (dtype) {
-    case DType::Int32: return MPI_INT32_T;
-    case DType::Int64: return MPI_INT64_T;
-    case DType::Float32: return MPI_FLOAT;
-    case DType::Float64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL;  // custom, above
+    case DType::Int32:
+      return MPI_INT32_T;
+    case DType::Int64:
+      return MPI_INT64_T;
+    case DType::Float32:
+      return MPI_FLOAT;
+    case DType::Float64:
+      return MPI_DOUBLE;
+    default:
+      return MPI_DATATYPE_NULL;  // custom, above
   }
 }
 
 MPI_Op reduce_op(DType dtype, ReduceOp op) {
   if (custom_index(dtype) >= 0) return g_user_ops[op_index(op)];
   switch (op) {
-    case ReduceOp::SUM: return MPI_SUM;
-    case ReduceOp::PROD: return MPI_PROD;
-    case ReduceOp::MIN: return MPI_MIN;
-    case ReduceOp::MAX: return MPI_MAX;
+    case ReduceOp::SUM:
+      return MPI_SUM;
+    case ReduceOp::PROD:
+      return MPI_PROD;
+    case ReduceOp::MIN:
+      return MPI_MIN;
+    case ReduceOp::MAX:
+      return MPI_MAX;
   }
   return MPI_SUM;
 }

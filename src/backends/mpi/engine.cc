@@ -56,7 +56,8 @@ std::string what_of(std::exception_ptr e) {
   int cls = code;
   MPI_Error_class(code, &cls);
   if (cls == MPI_ERR_TRUNCATE) {
-    throw CommError(t.describe() + ": the peer sent more data than this operation expects "
+    throw CommError(t.describe() +
+                    ": the peer sent more data than this operation expects "
                     "(shapes and dtypes of both sides must match)");
   }
   throw CommError(t.describe() + ": MPI reported: " + mpi_error_string(code));
@@ -94,12 +95,14 @@ void MpiEngine::init_mpi() {
   if (!initialized) {
     int provided = MPI_THREAD_SINGLE;
     int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-    if (rc != MPI_SUCCESS) throw CommError("init: MPI_Init_thread failed (error " + std::to_string(rc) + ")");
+    if (rc != MPI_SUCCESS)
+      throw CommError("init: MPI_Init_thread failed (error " + std::to_string(rc) + ")");
     we_initialized_mpi_ = true;
     // This thread called MPI_Init_thread and is the only one that calls MPI: FUNNELED is enough.
     if (provided < MPI_THREAD_FUNNELED) {
-      throw CommError("init: the MPI library provides only MPI_THREAD_SINGLE; collie's mpi backend "
-                      "needs MPI_THREAD_FUNNELED (it calls MPI from a progress thread)");
+      throw CommError(
+          "init: the MPI library provides only MPI_THREAD_SINGLE; collie's mpi backend "
+          "needs MPI_THREAD_FUNNELED (it calls MPI from a progress thread)");
     }
   } else {
     int finalized = 0;
@@ -164,7 +167,8 @@ void MpiEngine::stop_and_join() {
   if (exited_.get_future().wait_for(limit) == std::future_status::ready) {
     thread_.join();
   } else {
-    std::fprintf(stderr, "collie: the MPI progress thread did not stop; exiting without MPI_Finalize\n");
+    std::fprintf(stderr,
+                 "collie: the MPI progress thread did not stop; exiting without MPI_Finalize\n");
     thread_.detach();
   }
 }
@@ -187,7 +191,8 @@ void MpiEngine::attach(std::shared_ptr<MpiGroup> group) {
   push(std::move(item));
 }
 
-void MpiEngine::submit_collective(const std::shared_ptr<MpiGroup>& group, std::unique_ptr<Task> task) {
+void MpiEngine::submit_collective(const std::shared_ptr<MpiGroup>& group,
+                                  std::unique_ptr<Task> task) {
   group->add_outstanding();
   Item item(Item::Kind::Collective);
   item.group = group;
@@ -254,9 +259,9 @@ void MpiEngine::accept(Item& item, Clock::time_point now) {
     case Item::Kind::Collective: {
       MpiGroup& g = *item.group;
       if (!g.failure.empty()) {
-        finish(*item.task, std::make_exception_ptr(CommError(
-                               item.task->describe() + ": group '" + g.name +
-                               "' is unusable after an earlier failure: " + g.failure)));
+        finish(*item.task, std::make_exception_ptr(
+                               CommError(item.task->describe() + ": group '" + g.name +
+                                         "' is unusable after an earlier failure: " + g.failure)));
         g.finished_one();
         return;
       }
@@ -267,7 +272,8 @@ void MpiEngine::accept(Item& item, Clock::time_point now) {
       P2P p{std::move(item.group), std::move(item.task), item.peer, item.is_send};
       if (p.is_send && p.group->broken_send_peers.count(p.peer) != 0) {
         finish(*p.task, std::make_exception_ptr(CommError(
-                            p.task->describe() + ": an earlier send to this peer timed out and may "
+                            p.task->describe() +
+                            ": an earlier send to this peer timed out and may "
                             "still be delivered, so later sends could be matched out of order")));
         p.group->finished_one();
         return;
@@ -363,7 +369,8 @@ bool MpiEngine::poll(Task& task) {
     throw_request_error(task, rc);
   }
   if (count == MPI_UNDEFINED) return true;
-  for (int k = 0; k < count; ++k) out[static_cast<size_t>(index[static_cast<size_t>(k)])] = st[static_cast<size_t>(k)];
+  for (int k = 0; k < count; ++k)
+    out[static_cast<size_t>(index[static_cast<size_t>(k)])] = st[static_cast<size_t>(k)];
   return task.all_requests_done();
 }
 
@@ -401,9 +408,9 @@ void MpiEngine::fail_group(MpiGroup& g, std::exception_ptr error) {
     if (first && t->started) {
       finish(*t, error);
     } else {
-      finish(*t, std::make_exception_ptr(CommError(t->describe() + ": group '" + g.name +
-                                                   "' is unusable after an earlier failure: " +
-                                                   g.failure)));
+      finish(*t, std::make_exception_ptr(
+                     CommError(t->describe() + ": group '" + g.name +
+                               "' is unusable after an earlier failure: " + g.failure)));
     }
     first = false;
     g.finished_one();
@@ -549,7 +556,8 @@ void MpiEngine::check_deadlines(Clock::time_point now) {
 
 bool MpiEngine::has_live_tasks() const {
   if (!p2p_.empty() || !control_.empty()) return true;
-  return std::any_of(groups_.begin(), groups_.end(), [](const auto& g) { return !g->queue.empty(); });
+  return std::any_of(groups_.begin(), groups_.end(),
+                     [](const auto& g) { return !g->queue.empty(); });
 }
 
 bool MpiEngine::any_blocking() const {
@@ -588,8 +596,10 @@ void MpiEngine::run() {
     if (stop_ && !live) break;
     auto wake = [&] { return !inbox_.empty() || stop_; };
     if (!live) {
-      if (zombies_.empty()) inbox_cv_.wait(lock, wake);
-      else inbox_cv_.wait_for(lock, kZombiePoll, wake);
+      if (zombies_.empty())
+        inbox_cv_.wait(lock, wake);
+      else
+        inbox_cv_.wait_for(lock, kZombiePoll, wake);
       continue;
     }
     if (now - last_activity < (any_blocking() ? kHotWindowBlocking : kHotWindow)) {

@@ -19,7 +19,8 @@ void MpiBackend::all_reduce(const WorkPtr& w, const void* in, void* out, size_t 
   collective(make_all_reduce(*group_, mode_, w, in, out, count, dtype, op));
 }
 
-void MpiBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype) {
+void MpiBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t count,
+                            DType dtype) {
   collective(make_all_gather(*group_, w, in, out, count, dtype));
 }
 
@@ -50,18 +51,22 @@ void MpiBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
 
 void MpiBackend::barrier(const WorkPtr& w) { collective(make_barrier(*group_, w)); }
 
-void MpiBackend::all_to_all(const WorkPtr& w, const void* in, const std::vector<size_t>& send_counts,
-                            void* out, const std::vector<size_t>& recv_counts, DType dtype) {
+void MpiBackend::all_to_all(const WorkPtr& w, const void* in,
+                            const std::vector<size_t>& send_counts, void* out,
+                            const std::vector<size_t>& recv_counts, DType dtype) {
   collective(make_all_to_all(*group_, w, in, send_counts, out, recv_counts, dtype));
 }
 
-void MpiBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer, int tag) {
-  engine_.submit_p2p(group_, make_send(*group_, w, in, count, dtype, peer, tag, engine_.tag_ub()), peer,
+void MpiBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
+                      int tag) {
+  engine_.submit_p2p(group_, make_send(*group_, w, in, count, dtype, peer, tag, engine_.tag_ub()),
+                     peer,
                      /*is_send=*/true);
 }
 
 void MpiBackend::recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) {
-  engine_.submit_p2p(group_, make_recv(*group_, w, out, count, dtype, peer, tag, engine_.tag_ub()), peer,
+  engine_.submit_p2p(group_, make_recv(*group_, w, out, count, dtype, peer, tag, engine_.tag_ub()),
+                     peer,
                      /*is_send=*/false);
 }
 

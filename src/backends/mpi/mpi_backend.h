@@ -34,12 +34,15 @@ class MpiBackend final : public Backend {
   void barrier(const WorkPtr& w) override;
   void all_to_all(const WorkPtr& w, const void* in, const std::vector<size_t>& send_counts,
                   void* out, const std::vector<size_t>& recv_counts, DType dtype) override;
-  void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer, int tag) override;
+  void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
+            int tag) override;
   void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) override;
   void drain() override;
 
  private:
-  void collective(std::unique_ptr<Task> task) { engine_.submit_collective(group_, std::move(task)); }
+  void collective(std::unique_ptr<Task> task) {
+    engine_.submit_collective(group_, std::move(task));
+  }
 
   MpiEngine& engine_;
   std::shared_ptr<MpiGroup> group_;

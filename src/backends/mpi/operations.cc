@@ -1,15 +1,16 @@
 // The collectives that only move data. Each is one nonblocking MPI call on an
 // unsigned type as wide as the element (datatypes.h), so bytes arrive unchanged.
+#include "backends/mpi/operations.h"
+
 #include <cstring>
 
 #include "backends/mpi/mpi_call.h"
-#include "backends/mpi/operations.h"
 #include "collie/errors.h"
 
 namespace collie::detail {
 
-std::unique_ptr<Task> make_all_gather(const MpiGroup& g, const WorkPtr& w, const void* in, void* out,
-                                      size_t count, DType dtype) {
+std::unique_ptr<Task> make_all_gather(const MpiGroup& g, const WorkPtr& w, const void* in,
+                                      void* out, size_t count, DType dtype) {
   auto t = std::make_unique<Task>(w);
   const int c = mpi_count(count, w->info().describe());
   mpi_count(count * static_cast<size_t>(g.size()), w->info().describe());
@@ -48,12 +49,14 @@ std::unique_ptr<Task> make_gather(const MpiGroup& g, const WorkPtr& w, const voi
   mpi_count(count * static_cast<size_t>(g.size()), w->info().describe());
   const bool is_root = g.rank == root;
   const size_t bytes = count * element_size(dtype);
-  const bool in_place = is_root && in == static_cast<uint8_t*>(out) + static_cast<size_t>(root) * bytes;
+  const bool in_place =
+      is_root && in == static_cast<uint8_t*>(out) + static_cast<size_t>(root) * bytes;
   MPI_Comm comm = g.comm;
   MPI_Datatype raw = raw_type(dtype);
   t->then([=](Task& task) {
-    check_mpi(MPI_Igather(in_place ? MPI_IN_PLACE : in, c, raw, out, c, raw, root, comm, task.post()),
-              "MPI_Igather", task.describe());
+    check_mpi(
+        MPI_Igather(in_place ? MPI_IN_PLACE : in, c, raw, out, c, raw, root, comm, task.post()),
+        "MPI_Igather", task.describe());
   });
   return t;
 }

@@ -17,8 +17,8 @@
 namespace collie::detail {
 
 // Data movement (operations.cc).
-std::unique_ptr<Task> make_all_gather(const MpiGroup& g, const WorkPtr& w, const void* in, void* out,
-                                      size_t count, DType dtype);
+std::unique_ptr<Task> make_all_gather(const MpiGroup& g, const WorkPtr& w, const void* in,
+                                      void* out, size_t count, DType dtype);
 std::unique_ptr<Task> make_broadcast(const MpiGroup& g, const WorkPtr& w, const void* in, void* out,
                                      size_t count, DType dtype, int root);
 std::unique_ptr<Task> make_gather(const MpiGroup& g, const WorkPtr& w, const void* in, void* out,

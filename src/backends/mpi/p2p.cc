@@ -10,8 +10,8 @@ namespace {
 
 void check_tag(int tag, int tag_ub, const std::string& what) {
   if (tag < 0 || tag > tag_ub) {
-    throw ValueError(what + ": tag " + std::to_string(tag) + " is outside the range MPI allows, [0, " +
-                     std::to_string(tag_ub) + "]");
+    throw ValueError(what + ": tag " + std::to_string(tag) +
+                     " is outside the range MPI allows, [0, " + std::to_string(tag_ub) + "]");
   }
 }
 

@@ -29,11 +29,13 @@ bool small(size_t count, DType dtype, int n) {
 }
 
 // Reduces n blocks laid out one after another in `blocks` (block i from group rank i).
-void reduce_blocks(void* dst, const uint8_t* blocks, int n, size_t count, DType dtype, ReduceOp op) {
+void reduce_blocks(void* dst, const uint8_t* blocks, int n, size_t count, DType dtype,
+                   ReduceOp op) {
   if (count == 0) return;
   std::vector<const void*> srcs(static_cast<size_t>(n));
   const size_t stride = count * element_size(dtype);
-  for (int i = 0; i < n; ++i) srcs[static_cast<size_t>(i)] = blocks + static_cast<size_t>(i) * stride;
+  for (int i = 0; i < n; ++i)
+    srcs[static_cast<size_t>(i)] = blocks + static_cast<size_t>(i) * stride;
   reduce_n(dst, srcs.data(), n, count, dtype, op);
 }
 
@@ -185,8 +187,9 @@ std::unique_ptr<Task> make_all_reduce(const MpiGroup& g, ReductionMode mode, con
   const void* src = in == out ? MPI_IN_PLACE : separate(*t, in, bytes, out, bytes);
   MPI_Comm comm = g.comm;
   t->then([=](Task& task) {
-    check_mpi(MPI_Iallreduce(src, out, c, reduce_type(dtype), reduce_op(dtype, op), comm, task.post()),
-              "MPI_Iallreduce", task.describe());
+    check_mpi(
+        MPI_Iallreduce(src, out, c, reduce_type(dtype), reduce_op(dtype, op), comm, task.post()),
+        "MPI_Iallreduce", task.describe());
   });
   return t;
 }
@@ -194,7 +197,8 @@ std::unique_ptr<Task> make_all_reduce(const MpiGroup& g, ReductionMode mode, con
 std::unique_ptr<Task> make_reduce_scatter(const MpiGroup& g, ReductionMode mode, const WorkPtr& w,
                                           const void* in, void* out, size_t count, DType dtype,
                                           ReduceOp op) {
-  if (!reduces_natively(mode, dtype)) return ordered_reduce_scatter(g, w, in, out, count, dtype, op);
+  if (!reduces_natively(mode, dtype))
+    return ordered_reduce_scatter(g, w, in, out, count, dtype, op);
   auto t = std::make_unique<Task>(w);
   const int c = mpi_count(count, w->info().describe());
   const size_t bytes = count * element_size(dtype);
@@ -219,9 +223,9 @@ std::unique_ptr<Task> make_reduce(const MpiGroup& g, ReductionMode mode, const W
   const void* src = !is_root ? in : in == out ? MPI_IN_PLACE : separate(*t, in, bytes, out, bytes);
   MPI_Comm comm = g.comm;
   t->then([=](Task& task) {
-    check_mpi(MPI_Ireduce(src, out, c, reduce_type(dtype), reduce_op(dtype, op), root, comm,
-                          task.post()),
-              "MPI_Ireduce", task.describe());
+    check_mpi(
+        MPI_Ireduce(src, out, c, reduce_type(dtype), reduce_op(dtype, op), root, comm, task.post()),
+        "MPI_Ireduce", task.describe());
   });
   return t;
 }

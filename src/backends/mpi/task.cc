@@ -45,8 +45,10 @@ void Task::finish(std::exception_ptr error) {
   if (finished_) return;
   finished_ = true;
   if (work_) {
-    if (error) work_->fail(error);
-    else work_->complete();
+    if (error)
+      work_->fail(error);
+    else
+      work_->complete();
   } else if (error) {
     promise_.set_exception(error);
   } else {
