@@ -15,10 +15,10 @@ Example (``collie run -n 2 /usr/bin/python3 script.py``):
     >>> from collie import autograd
     >>> collie.init()
     >>> x = np.array([2.0, 0.0, 3.0]) if collie.get_rank() == 0 else np.array([5.0, 7.0, 0.0])
-    >>> y, _ = collie.comm_func.all_reduce(x, op="prod")
+    >>> y, _ = collie.comm_func.all_reduce(x, op="prod")          # [10., 0., 0.]
     >>> bprop = autograd.get_bprop("all_reduce", op="prod")
-    >>> bprop(x, y, np.ones(3))       # finite at the zeros: the product of the other ranks' x
-    array([5., 7., 0.])                 # rank 0 (rank 1: [2., 0., 3.])
+    >>> bprop(x, y, np.ones(3))  # (sum of dy) * the other ranks' x: finite at the zeros
+    array([10., 14.,  0.])       # on rank 0; rank 1 gets [4., 0., 6.]
 
 Attributes (keyword arguments) are those of the op (``rule_table()`` lists them):
 bool, int, float, str, a list/tuple of ints (split sizes, count matrices, ranks), a list
