@@ -71,6 +71,7 @@ class Bprop {
   Bprop() = default;
   Bprop(std::string op, Fn fn) : op_(std::move(op)), fn_(std::move(fn)) {}
 
+  // An empty list must be spelled TensorList{} (a bare {} could also be a Tensor).
   TensorList operator()(const TensorList& x, const TensorList& out, const TensorList& dout) const;
   // For ops with one input and one output: ValueError if the rule returns another count.
   Tensor operator()(const Tensor& x, const Tensor& out, const Tensor& dout) const;
