@@ -11,7 +11,9 @@
 //   }
 #pragma once
 
+#include "collie/autograd.h"
 #include "collie/comm.h"
+#include "collie/comm_ext.h"
 #include "collie/dtype.h"
 #include "collie/errors.h"
 #include "collie/handle.h"

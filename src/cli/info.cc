@@ -41,7 +41,9 @@ int info_main(const std::vector<std::string>& args) {
     list += (list.empty() ? "" : ", ") + b;
   }
   std::printf("backends: %s\n", list.c_str());
-  std::printf("default backend: shm\n");
+  std::printf(
+      "default backend: shm on one machine; mpi when started by mpirun or srun --mpi "
+      "(docs/backends.md)\n");
 
   std::printf("launch environment (what init() would use):\n");
   try {

@@ -175,7 +175,7 @@ std::map<std::string, std::string> relevant_environment() {
     for (const char* j : f.job_id) add(j);
   }
   for (const char* n : {"COLLIE_TIMEOUT", "COLLIE_BACKEND", "COLLIE_SHM_SLOT_BYTES",
-                        "COLLIE_P2P_RING_BYTES", "RANK_ID", "RANK_SIZE"}) {
+                        "COLLIE_P2P_RING_BYTES", "COLLIE_SPIN_US", "COLLIE_MPI_REDUCTION", "PMIX_RANK", "SLURM_STEP_NUM_NODES", "RANK_ID", "RANK_SIZE"}) {
     add(n);
   }
   return out;

@@ -9,7 +9,8 @@
 //      (+ MPI_LOCALRANKID/MPI_LOCALNRANKS), SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID
 //   4. none of them: a world of one.
 // Tuning and safety knobs (all optional): COLLIE_TIMEOUT (seconds, default 300),
-// COLLIE_BACKEND, COLLIE_SHM_SLOT_BYTES, COLLIE_P2P_RING_BYTES.
+// COLLIE_BACKEND, COLLIE_SHM_SLOT_BYTES, COLLIE_P2P_RING_BYTES, COLLIE_SPIN_US,
+// COLLIE_MPI_REDUCTION (docs/env.md has them all).
 // docs/env.md is the user-facing copy of this contract; keep them in step.
 #pragma once
 

@@ -1,6 +1,8 @@
 #include "backends/shm/collectives.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <cstring>
 
 #include "backends/shm/engine.h"
@@ -80,6 +82,90 @@ class AllReduceOp final : public ChunkedOp {
   ReduceOp op_;
   bool has_output_;
 };
+
+// all_reduce for large tensors: reduce-scatter then all-gather, per chunk, in two
+// steps. Step 2j: every rank copies chunk j in; each reduces its 1/N slice of the
+// chunk over the N slots straight into its next slot. Step 2j+1: every rank copies
+// the N reduced slices into its output. Each rank reads 2 chunks and adds 1/N of
+// the chunk (the one-shot form reads N chunks and adds all of it), which is what
+// matters with many ranks or few cores. Slices are reduced in rank order too, so
+// results stay bitwise identical on every rank.
+class TwoShotAllReduceOp final : public StepOp {
+ public:
+  TwoShotAllReduceOp(const CollectiveCall& c, const void* in, void* out, size_t count,
+                     DType dtype, ReduceOp op)
+      : StepOp(*c.engine, *c.group, c.work,
+               2 * steps_for(count, slice_elems(*c.group, dtype) * c.group->size())),
+        in_(static_cast<const uint8_t*>(in)),
+        out_(static_cast<uint8_t*>(out)),
+        count_(count),
+        dtype_(dtype),
+        esize_(element_size(dtype)),
+        slice_(slice_elems(*c.group, dtype)),
+        n_(static_cast<size_t>(c.group->size())),
+        op_(op),
+        sources_(n_) {
+    set_variant(1);
+  }
+
+  // Elements of one rank's slice: N slices fill a slot, each 64-byte aligned.
+  static size_t slice_elems(const ShmGroup& g, DType dtype) {
+    return piece_bytes(g) / element_size(dtype);
+  }
+
+ protected:
+  void produce(size_t step, uint8_t* slot) override {
+    if (step % 2 != 0) return;  // the reduced slice is already in place
+    Range chunk = range_of(step / 2, count_, slice_ * n_);
+    if (chunk.len > 0) std::memcpy(slot, in_ + chunk.begin * esize_, chunk.len * esize_);
+  }
+
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    Range chunk = range_of(step / 2, count_, slice_ * n_);
+    const size_t me = static_cast<size_t>(group().rank());
+    if (step % 2 == 0) {
+      Range mine = range_of(me, chunk.len, slice_);
+      if (mine.len == 0) return;
+      for (size_t p = 0; p < n_; ++p) sources_[p] = slots[p] + mine.begin * esize_;
+      reduce_n(my_next_slot() + mine.begin * esize_,
+               reinterpret_cast<const void* const*>(sources_.data()), static_cast<int>(n_),
+               mine.len, dtype_, op_);
+      return;
+    }
+    for (size_t p = 0; p < n_; ++p) {
+      Range theirs = range_of(p, chunk.len, slice_);
+      if (theirs.len == 0) continue;
+      std::memcpy(out_ + (chunk.begin + theirs.begin) * esize_, slots[p] + theirs.begin * esize_,
+                  theirs.len * esize_);
+    }
+  }
+
+ private:
+  const uint8_t* in_;
+  uint8_t* out_;
+  size_t count_;
+  DType dtype_;
+  size_t esize_;
+  size_t slice_;
+  size_t n_;
+  ReduceOp op_;
+  std::vector<const uint8_t*> sources_;
+};
+
+// One-shot below this many bytes per rank, two-shot above (COLLIE_ALLREDUCE_ALGO
+// forces "oneshot" or "twoshot"). Two-shot pays one extra step per chunk, so it
+// wins once the data, not the synchronisation, dominates.
+bool use_two_shot(const ShmGroup& g, size_t bytes) {
+  static const std::string forced = [] {
+    const char* v = std::getenv("COLLIE_ALLREDUCE_ALGO");
+    return std::string(v != nullptr ? v : "");
+  }();
+  if (forced == "oneshot") return false;
+  if (forced == "twoshot") return g.size() > 1;
+  if (g.size() <= 1) return false;
+  const size_t threshold = g.size() == 2 ? (1u << 20) : (64u << 10);
+  return bytes >= threshold;
+}
 
 class BroadcastOp final : public ChunkedOp {
  public:
@@ -297,6 +383,9 @@ class AllToAllOp final : public StepOp {
 
 std::unique_ptr<OpState> make_all_reduce(CollectiveCall c, const void* in, void* out, size_t count,
                                          DType dtype, ReduceOp op) {
+  if (use_two_shot(*c.group, count * element_size(dtype))) {
+    return std::make_unique<TwoShotAllReduceOp>(c, in, out, count, dtype, op);
+  }
   return std::make_unique<AllReduceOp>(c, in, out, count, dtype, op, true);
 }
 std::unique_ptr<OpState> make_reduce(CollectiveCall c, const void* in, void* out, size_t count,

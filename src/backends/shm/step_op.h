@@ -47,6 +47,13 @@ class StepOp : public OpState {
   virtual void consume(size_t step, const std::vector<const uint8_t*>& slots) = 0;
 
   ShmGroup& group() const { return group_; }
+  // Marks the algorithm variant in the fingerprint, so ranks that picked different
+  // algorithms for the same call fail loudly instead of mixing their data.
+  void set_variant(uint8_t variant) { fingerprint_.words[0] |= static_cast<uint64_t>(variant) << 24; }
+  // This rank's slot for the step after the one being consumed. Inside consume()
+  // it is already free: every peer published ready for this step, so every peer
+  // finished reading the step before it, which used that slot.
+  uint8_t* my_next_slot() const { return group_.slot(group_.rank(), step_ + 1); }
   size_t nsteps_;  // may grow during consume() of the first step (all_to_all)
 
  private:
