@@ -16,14 +16,20 @@
 
 namespace collie::detail {
 
+// Two kinds of sleeper: a thread with work in flight wakes for every ring; an idle
+// progress thread only needs to drain p2p rings, so it wakes only for rings that
+// say "everyone" (p2p bytes, a new local operation). That keeps per-step flag
+// rings from waking idle progress threads (on a 2-core machine each needless
+// wake-up can cost the rank doing real work its time slice).
 struct Doorbell {
   alignas(64) std::atomic<uint32_t> count{0};
-  alignas(64) std::atomic<uint32_t> sleepers{0};
+  alignas(64) std::atomic<uint32_t> sleepers{0};       // wake on any ring
+  alignas(64) std::atomic<uint32_t> idle_sleepers{0};  // wake on "everyone" rings only
 
-  void ring();
-  uint32_t prepare_wait();
+  void ring(bool everyone = true);
+  uint32_t prepare_wait(bool idle = false);
   void wait(uint32_t seen, int64_t timeout_ns);
-  void finish_wait();
+  void finish_wait(bool idle = false);
 };
 
 }  // namespace collie::detail

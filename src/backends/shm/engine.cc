@@ -64,8 +64,10 @@ Doorbell& ShmEngine::my_doorbell() const { return world_->header(world_->rank())
 void ShmEngine::ring(int world_rank) const { world_->header(world_rank).doorbell.ring(); }
 
 void ShmEngine::ring_peers(const ShmGroup& group) const {
+  // Step flags matter only to threads with operations in flight, not to idle
+  // progress threads (see Doorbell).
   for (int g = 0; g < group.size(); ++g) {
-    if (g != group.rank()) ring(group.world_rank(g));
+    if (g != group.rank()) world_->header(group.world_rank(g)).doorbell.ring(/*everyone=*/false);
   }
 }
 
@@ -292,12 +294,12 @@ bool ShmEngine::locked_pass() {
 }
 
 template <typename Done>
-void ShmEngine::sleep_unless_progress(Done done, int64_t timeout_ns) {
+void ShmEngine::sleep_unless_progress(Done done, bool idle, int64_t timeout_ns) {
   Doorbell& bell = my_doorbell();
-  uint32_t seen = bell.prepare_wait();
+  uint32_t seen = bell.prepare_wait(idle);
   // The pass after prepare_wait closes the race with a peer ringing just before.
   if (!locked_pass() && !done()) bell.wait(seen, timeout_ns);
-  bell.finish_wait();
+  bell.finish_wait(idle);
 }
 
 void ShmEngine::drive(const Work& work) {
@@ -313,10 +315,15 @@ void ShmEngine::drive(const Work& work) {
       COLLIE_CPU_RELAX();
       continue;
     }
-    sleep_unless_progress([&] { return work.is_completed(); }, kBusySleepNs);
+    sleep_unless_progress([&] { return work.is_completed(); }, /*idle=*/false, kBusySleepNs);
     spin_start = Clock::now();
   }
-  if (drivers_.fetch_sub(1, std::memory_order_acq_rel) == 1) futex_wake(&drivers_, 1);
+  // The progress thread is needed again only for operations still in flight; with
+  // none, let it sleep on (it looks again within kBusySleepNs anyway).
+  if (drivers_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+      pending_.load(std::memory_order_acquire) != 0) {
+    futex_wake(&drivers_, 1);
+  }
 }
 
 void ShmEngine::run() {
@@ -338,7 +345,7 @@ void ShmEngine::run() {
       COLLIE_CPU_RELAX();
       continue;
     }
-    sleep_unless_progress([] { return false; }, idle ? kIdleSleepNs : kBusySleepNs);
+    sleep_unless_progress([] { return false; }, idle, idle ? kIdleSleepNs : kBusySleepNs);
     spin_start = Clock::now();
   }
 }

@@ -88,7 +88,7 @@ class ShmEngine final : public ProgressDriver {
   bool locked_pass();
   // Sleeps on the doorbell unless a last pass moves something or `done()` holds.
   template <typename Done>
-  void sleep_unless_progress(Done done, int64_t timeout_ns);
+  void sleep_unless_progress(Done done, bool idle, int64_t timeout_ns);
   bool take_inbox();
   bool advance_group(ShmGroup& group);
   void check_stalls(std::chrono::steady_clock::time_point now);

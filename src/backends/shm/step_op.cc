@@ -52,21 +52,25 @@ bool StepOp::peers_ready(uint64_t step) const {
 }
 
 void StepOp::check_fingerprints(uint64_t step) const {
-  std::string diff;
-  bool mismatch = false;
-  for (int p = 0; p < group_.size(); ++p) {
+  auto fingerprint_of = [&](int p) {
     Fingerprint f;
     for (int w = 0; w < 3; ++w) {
       f.words[w] = group_.control(p).fingerprint[step % 2][w].load(std::memory_order_relaxed);
     }
-    if (!f.same_call(fingerprint_)) mismatch = true;
+    return f;
+  };
+  bool mismatch = false;
+  for (int p = 0; p < group_.size() && !mismatch; ++p) {
+    mismatch = !fingerprint_of(p).same_call(fingerprint_);
+  }
+  if (!mismatch) return;  // the common case: no strings built
+  std::string diff;
+  for (int p = 0; p < group_.size(); ++p) {
     diff += (p ? "; " : "") + std::string("rank ") + std::to_string(group_.world_rank(p)) + ": " +
-            f.describe();
+            fingerprint_of(p).describe();
   }
-  if (mismatch) {
-    throw CommError(work()->info().describe() +
-                    ": ranks called different operations (or sizes) at the same point: " + diff);
-  }
+  throw CommError(work()->info().describe() +
+                  ": ranks called different operations (or sizes) at the same point: " + diff);
 }
 
 Progress StepOp::advance() {
