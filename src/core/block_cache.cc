@@ -7,7 +7,11 @@
 namespace collie::detail {
 namespace {
 
-constexpr size_t kRound = 2 << 20;
+// Coarse rounding so that tensors of nearly the same size share blocks.
+size_t rounded(size_t bytes) {
+  const size_t step = bytes < (2u << 20) ? (64u << 10) : (2u << 20);
+  return (bytes + step - 1) / step * step;
+}
 
 size_t cache_limit() {
   static const size_t limit = [] {
@@ -36,7 +40,7 @@ void* cached_alloc(size_t bytes, size_t* capacity) {
     *capacity = (bytes + 63) / 64 * 64;
     return std::aligned_alloc(64, *capacity == 0 ? 64 : *capacity);
   }
-  *capacity = (bytes + kRound - 1) / kRound * kRound;
+  *capacity = rounded(bytes);
   {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mu);

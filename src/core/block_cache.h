@@ -3,8 +3,8 @@
 // Collectives return new tensors (MindSpore's convention), so a loop of
 // all_reduce calls on a 64 MiB tensor would otherwise map, fault in (the kernel
 // zeroes every page) and unmap 64 MiB per call — often more time than the
-// communication itself. Blocks of at least kMinBytes are rounded up to a 2 MiB
-// multiple and, when freed, kept (up to COLLIE_ALLOC_CACHE_BYTES, default
+// communication itself. Blocks of at least kBlockCacheMinBytes are rounded up (to
+// 64 KiB below 2 MiB, to 2 MiB above) and, when freed, kept (up to COLLIE_ALLOC_CACHE_BYTES, default
 // 512 MiB in all) for the next allocation of the same rounded size.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace collie::detail {
 
-inline constexpr size_t kBlockCacheMinBytes = 1 << 20;
+inline constexpr size_t kBlockCacheMinBytes = 64 << 10;
 
 // Returns 64-byte aligned memory of at least `bytes` (rounded as above), or
 // nullptr if out of memory. `*capacity` receives the block's real size.
