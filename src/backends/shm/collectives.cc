@@ -7,6 +7,7 @@
 
 #include "backends/shm/engine.h"
 #include "backends/shm/step_op.h"
+#include "backends/shm/stream_copy.h"
 #include "collie/errors.h"
 #include "core/reduce_kernels.h"
 
@@ -132,11 +133,17 @@ class TwoShotAllReduceOp final : public StepOp {
                mine.len, dtype_, op_);
       return;
     }
+    const bool stream = count_ * esize_ >= kStreamingOutputBytes;
     for (size_t p = 0; p < n_; ++p) {
       Range theirs = range_of(p, chunk.len, slice_);
       if (theirs.len == 0) continue;
-      std::memcpy(out_ + (chunk.begin + theirs.begin) * esize_, slots[p] + theirs.begin * esize_,
-                  theirs.len * esize_);
+      uint8_t* dst = out_ + (chunk.begin + theirs.begin) * esize_;
+      const uint8_t* src = slots[p] + theirs.begin * esize_;
+      if (stream) {
+        stream_copy(dst, src, theirs.len * esize_);
+      } else {
+        std::memcpy(dst, src, theirs.len * esize_);
+      }
     }
   }
 
@@ -152,19 +159,20 @@ class TwoShotAllReduceOp final : public StepOp {
   std::vector<const uint8_t*> sources_;
 };
 
-// One-shot below this many bytes per rank, two-shot above (COLLIE_ALLREDUCE_ALGO
-// forces "oneshot" or "twoshot"). Two-shot pays one extra step per chunk, so it
-// wins once the data, not the synchronisation, dominates.
+// Which all_reduce: one-shot reads N chunks per rank and adds all of them;
+// two-shot reads 2 and adds 1/N, for one extra step per chunk. Measured on the
+// 2-core machines (docs/performance.md): at 2 ranks one-shot is as fast or faster
+// at every size; from 3 ranks two-shot wins from about 256 KiB.
+// COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces one (it must match on every rank;
+// the variant is in the fingerprint, so a mismatch fails loudly).
 bool use_two_shot(const ShmGroup& g, size_t bytes) {
   static const std::string forced = [] {
     const char* v = std::getenv("COLLIE_ALLREDUCE_ALGO");
     return std::string(v != nullptr ? v : "");
   }();
-  if (forced == "oneshot") return false;
-  if (forced == "twoshot") return g.size() > 1;
-  if (g.size() <= 1) return false;
-  const size_t threshold = g.size() == 2 ? (1u << 20) : (64u << 10);
-  return bytes >= threshold;
+  if (g.size() <= 1 || forced == "oneshot") return false;
+  if (forced == "twoshot") return true;
+  return g.size() >= 3 && bytes >= (256u << 10);
 }
 
 class BroadcastOp final : public ChunkedOp {

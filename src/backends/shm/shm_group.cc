@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -32,8 +33,10 @@ std::string rank_list(const std::vector<int>& ranks) {
 // between (start-up is rare; no need for futexes). Throws naming the missing ranks.
 template <typename Ready, typename PidOf>
 void wait_for_peers(const ShmGroupConfig& cfg, const char* what, Ready ready, PidOf pid_of) {
+  // Timeouts beyond ~30 years mean "never"; capped, the conversion to the clock's
+  // integer ticks cannot overflow (COLLIE_TIMEOUT=1e300 or inf would).
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(cfg.timeout_seconds));
+                                     std::chrono::duration<double>(std::min(cfg.timeout_seconds, 1e9)));
   auto sleep = std::chrono::microseconds(100);
   for (;;) {
     std::vector<int> missing, dead;
