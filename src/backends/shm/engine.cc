@@ -1,5 +1,7 @@
 #include "backends/shm/engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
@@ -305,6 +307,7 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, int64_t timeout_ns) 
 void ShmEngine::drive(const Work& work) {
   drivers_.fetch_add(1, std::memory_order_acq_rel);
   auto spin_start = Clock::now();
+  unsigned spins = 0;
   while (!work.is_completed()) {
     if (locked_pass()) {
       spin_start = Clock::now();
@@ -312,7 +315,13 @@ void ShmEngine::drive(const Work& work) {
     }
     if (work.is_completed()) break;
     if (Clock::now() - spin_start < spin_budget_) {
-      COLLIE_CPU_RELAX();
+      // Yield now and then: if another process shares this core (a loaded
+      // machine), the peer we wait for may be the one waiting for the CPU.
+      if (++spins % 32 == 0) {
+        sched_yield();
+      } else {
+        COLLIE_CPU_RELAX();
+      }
       continue;
     }
     sleep_unless_progress([&] { return work.is_completed(); }, /*idle=*/false, kBusySleepNs);
