@@ -155,11 +155,14 @@ size_t env_bytes(const char* name, size_t fallback) {
     mult = 1024.0 * 1024 * 1024;
   else if (!suffix.empty())
     n = -1;
-  if (end == v->c_str() || !(n > 0)) {
+  const double bytes = n * mult;
+  // At least one byte, and small enough for size_t: converting inf, nan or 1e30
+  // to an integer would be undefined behaviour (found by tests/fuzz/fuzz_env).
+  if (end == v->c_str() || !(bytes >= 1) || !(bytes < 18446744073709551616.0)) {
     throw ValueError(std::string("environment variable ") + name + "='" + *v +
                      "' is not a positive byte count (e.g. 65536, 64K, 4M)");
   }
-  return static_cast<size_t>(n * mult);
+  return static_cast<size_t>(bytes);
 }
 
 std::map<std::string, std::string> relevant_environment() {

@@ -1,5 +1,8 @@
 #include "runtime/work.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "collie/errors.h"
 #include "collie/handle.h"
 
@@ -72,6 +75,9 @@ void CommHandle::wait() const {
 
 bool CommHandle::wait_for(double seconds) const {
   if (!work_) return true;
+  // Clamped so the conversion to integer clock ticks cannot overflow (1e300, -inf)
+  // or see a nan: both would be undefined behaviour.
+  seconds = std::isnan(seconds) ? 0.0 : std::clamp(seconds, 0.0, 1e9);
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(seconds));
