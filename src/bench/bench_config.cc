@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace collie::bench {
@@ -27,6 +28,10 @@ size_t parse_size(const std::string& text) {
   else if (!suffix.empty())
     throw std::invalid_argument("bad size '" + text + "'");
   if (!(v > 0)) throw std::invalid_argument("size must be positive: '" + text + "'");
+  // Less than a byte would become 0; inf or anything >= 2^64 would be undefined
+  // behaviour to convert (both found by tests/fuzz/fuzz_bench_config).
+  if (!(v * mult >= 1)) throw std::invalid_argument("size must be at least 1 byte: '" + text + "'");
+  if (!(v * mult < 18446744073709551616.0)) throw std::invalid_argument("size too large: '" + text + "'");
   return static_cast<size_t>(v * mult);
 }
 
@@ -82,8 +87,12 @@ std::vector<std::string> config_args(const BenchConfig& c) {
     a.push_back("--op");
     a.push_back(op);
   }
+  // %.17g: the workers must parse back exactly this factor (std::to_string keeps six
+  // decimals: 1.0000001 became 1.000000, which they reject; found by fuzz_bench_config).
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%.17g", c.factor);
   a.insert(a.end(), {"-b", std::to_string(c.min_bytes), "-e", std::to_string(c.max_bytes), "-f",
-                     std::to_string(c.factor), "--dtype", c.dtype, "-w", std::to_string(c.warmup),
+                     factor, "--dtype", c.dtype, "-w", std::to_string(c.warmup),
                      "--iters", std::to_string(c.iters)});
   if (c.cold) a.push_back("--cold");
   if (!c.check) a.push_back("--no-check");
