@@ -1,0 +1,173 @@
+// libFuzzer target: the point-to-point byte stream a receiver parses
+// (src/backends/shm/p2p.cc: message headers, payloads, matching against posted
+// receives, the unexpected-message buffer, stall handling). The stream is what a
+// peer process wrote into shared memory, so it is external input: whatever its
+// bytes, the receiver must complete or fail its receives and never crash.
+//
+// A real one-rank world (ShmGroup with rings, in /dev/shm) is created once; each
+// input resets the rank's ring to itself and streams into it, as a peer would,
+// while a fresh P2PMatcher drains it.
+//
+// Input: byte 0 = number of receives posted before the stream (low 2 bits) and
+// after it (next 2 bits); then 4 bytes per receive (tag, size in 16-byte units,
+// dtype, group: even = the group the stream uses); then records that build the
+// stream: an even byte starts a message (dtype, tag, group, 2-byte size, payload
+// from the input), an odd byte raw bytes (1-byte length, the bytes): garbage, cut
+// messages, misaligned headers.
+//
+// KNOWN ISSUE (reported): P2PMatcher::on_header sizes the unexpected-message
+// buffer with the header's nbytes unchecked, so a valid magic followed by an
+// absurd size makes the receiver allocate it (and std::bad_alloc would escape
+// the progress engine). Until headers are validated, the stream's message sizes
+// are kept at most 8 KiB and the magic appears nowhere but at the start of the
+// messages built here; everything else about the bytes is free.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "backends/shm/p2p.h"
+#include "backends/shm/shm_group.h"
+#include "runtime/work.h"
+
+namespace {
+
+using collie::detail::P2PMatcher;
+using collie::detail::RecvRequest;
+using collie::detail::ShmGroup;
+
+constexpr uint64_t kGroupId = 0x5eed;
+constexpr size_t kRingBytes = 4096;
+
+ShmGroup& world() {
+  static ShmGroup* g = [] {
+    collie::detail::ShmGroupConfig cfg;
+    cfg.job_id = "fuzz" + std::to_string(getpid());
+    cfg.name = "fuzz";
+    cfg.group_id = kGroupId;
+    cfg.world_ranks = {0};
+    cfg.slot_bytes = 4096;
+    cfg.ring_bytes = kRingBytes;
+    cfg.with_rings = true;
+    cfg.timeout_seconds = 1;
+    return new ShmGroup(cfg);  // kept for the whole run; its name is already unlinked
+  }();
+  return *g;
+}
+
+struct Posted {
+  std::vector<uint8_t> buffer;
+  RecvRequest request;
+};
+
+std::unique_ptr<Posted> make_recv(const uint8_t* p) {
+  auto r = std::make_unique<Posted>();
+  collie::detail::OpInfo info;
+  info.kind = collie::detail::OpKind::Recv;
+  r->buffer.resize(static_cast<size_t>(p[1]) * 16);
+  r->request.work = std::make_shared<collie::Work>(info);
+  r->request.src = 0;
+  r->request.group_id = (p[3] % 2 == 0) ? kGroupId : kGroupId + p[3];
+  r->request.tag = p[0];
+  r->request.data = r->buffer.data();
+  r->request.nbytes = r->buffer.size();
+  r->request.dtype = static_cast<collie::DType>(p[2] % collie::kNumDTypes);
+  r->request.timeout_seconds = 1;
+  return r;
+}
+
+std::vector<uint8_t> build_stream(const uint8_t* p, size_t n) {
+  std::vector<uint8_t> out;
+  std::vector<size_t> headers;  // where the messages built here start
+  auto take = [&](size_t k) {
+    size_t got = std::min(k, n);
+    const uint8_t* from = p;
+    p += got;
+    n -= got;
+    return std::vector<uint8_t>(from, from + got);
+  };
+  while (n > 0 && out.size() < (1u << 16)) {
+    const uint8_t kind = take(1)[0];
+    if (kind % 2 == 0) {
+      auto f = take(5);
+      f.resize(5, 0);
+      collie::detail::MessageHeader h{};
+      h.magic = collie::detail::kMessageMagic;
+      h.dtype = f[0] % 12;  // 10, 11: not a dtype
+      h.tag = f[1];
+      h.group_id = f[2] % 2 == 0 ? kGroupId : kGroupId + f[2];
+      h.nbytes = (f[3] | f[4] << 8) % 8193;
+      headers.push_back(out.size());
+      const auto* hb = reinterpret_cast<const uint8_t*>(&h);
+      out.insert(out.end(), hb, hb + sizeof h);
+      auto payload = take(h.nbytes);
+      payload.resize(h.nbytes, 0x5a);
+      out.insert(out.end(), payload.begin(), payload.end());
+    } else {
+      auto len = take(1);
+      auto raw = take(len.empty() ? 0 : len[0]);
+      out.insert(out.end(), raw.begin(), raw.end());
+    }
+  }
+  // The magic only where a message built here starts (see KNOWN ISSUE).
+  uint32_t magic = collie::detail::kMessageMagic;
+  size_t next_header = 0;
+  for (size_t i = 0; i + 4 <= out.size(); ++i) {
+    while (next_header < headers.size() && headers[next_header] < i) ++next_header;
+    bool ours = next_header < headers.size() && headers[next_header] == i;
+    if (!ours && std::memcmp(&out[i], &magic, 4) == 0) out[i] ^= 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const size_t before = data[0] & 3, after = (data[0] >> 2) & 3;
+  if (size < 1 + 4 * (before + after)) return 0;
+  const uint8_t* specs = data + 1;
+  const uint8_t* rest = specs + 4 * (before + after);
+  const std::vector<uint8_t> stream = build_stream(rest, size - static_cast<size_t>(rest - data));
+
+  ShmGroup& g = world();
+  auto& ctl = g.ring_control(0, 0);
+  uint8_t* ring = g.ring_data(0, 0);
+  ctl.head.store(0);
+  ctl.tail.store(0);
+  P2PMatcher matcher(g, [](int) {}, [] {});
+  std::vector<std::unique_ptr<Posted>> posted;
+  for (size_t i = 0; i < before; ++i) {
+    posted.push_back(make_recv(specs + 4 * i));
+    matcher.add_recv(posted.back()->request);
+  }
+  // Stream in as much as the ring has room for, drain, repeat: the receiver sees
+  // the bytes in pieces of every size, wrapping around the ring.
+  uint64_t head = 0;
+  size_t off = 0;
+  for (int round = 0; round < 100000; ++round) {
+    const uint64_t space = kRingBytes - (head - ctl.tail.load());
+    const size_t n = std::min<size_t>(space, stream.size() - off);
+    for (size_t k = 0; k < n; ++k) ring[(head + k) % kRingBytes] = stream[off + k];
+    head += n;
+    off += n;
+    ctl.head.store(head, std::memory_order_release);
+    const bool moved = matcher.advance();
+    if (!moved && (off == stream.size() || n == 0)) break;
+  }
+  for (size_t i = 0; i < after; ++i) {
+    posted.push_back(make_recv(specs + 4 * (before + i)));
+    matcher.add_recv(posted.back()->request);
+  }
+  matcher.advance();
+  // Everything still waiting fails with its deadline long past.
+  matcher.check_stalls(std::chrono::steady_clock::now() + std::chrono::hours(1), false);
+  for (const auto& p : posted) {
+    if (!p->request.work->is_completed()) {
+      std::fprintf(stderr, "fuzz invariant broken: a receive neither completed nor failed\n");
+      std::abort();
+    }
+  }
+  return 0;
+}
