@@ -197,7 +197,8 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
     std::string script = o.plot + ".gp";
     std::ofstream g(script);
     g << "set terminal pngcairo size 1000,650\nset output " << quote(o.plot) << "\n"
-      << "set logscale x 2\nset xlabel 'bytes'\nset ylabel 'busbw (GB/s)'\nset key left top\n"
+      << "set termoption noenhanced\nset logscale x 2\nset format x '%.0b%BB'\n"
+      << "set xlabel 'bytes'\nset ylabel 'busbw (GB/s)'\nset key left top\n"
       << "set title 'collie vs OpenMPI, " << o.ranks << " ranks, " << o.config.dtype << " (memcpy "
       << memcpy_bw << " GB/s)'\nplot ";
     for (size_t i = 0; i < ops.size(); ++i) {
