@@ -47,7 +47,12 @@ ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
   // machine it steals the time the peer needs to make progress.
   // COLLIE_SPIN_US overrides the choice (0 = always sleep at once).
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  long spin_us = static_cast<unsigned>(world_->size()) <= cores ? 200 : 0;
+  // Oversubscribed (more ranks than cores): poll briefly but yield on every poll,
+  // which hands the core straight to a peer that is runnable; a futex sleep and
+  // wake-up per step costs more.
+  const bool oversubscribed = static_cast<unsigned>(world_->size()) > cores;
+  long spin_us = oversubscribed ? 50 : 200;
+  yield_every_ = oversubscribed ? 1 : 32;
   if (const char* v = std::getenv("COLLIE_SPIN_US"); v != nullptr && *v != '\0')
     spin_us = std::atol(v);
   spin_budget_ = std::chrono::microseconds(std::max(0L, spin_us));
@@ -317,7 +322,7 @@ void ShmEngine::drive(const Work& work) {
     if (Clock::now() - spin_start < spin_budget_) {
       // Yield now and then: if another process shares this core (a loaded
       // machine), the peer we wait for may be the one waiting for the CPU.
-      if (++spins % 32 == 0) {
+      if (++spins % yield_every_ == 0) {
         sched_yield();
       } else {
         COLLIE_CPU_RELAX();

@@ -79,6 +79,7 @@ class ShmEngine final : public ProgressDriver {
   std::mutex progress_mu_;            // held for every pass, by whichever thread runs it
   std::atomic<uint32_t> drivers_{0};  // threads inside drive() (a futex word)
   std::chrono::nanoseconds spin_budget_{0};
+  unsigned yield_every_ = 32;                // polls between sched_yield() while spinning
   std::chrono::steady_clock::time_point last_liveness_check_;
   std::chrono::steady_clock::time_point last_stall_check_;
   std::thread thread_;
