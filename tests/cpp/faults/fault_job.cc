@@ -67,6 +67,7 @@ void FaultJob::go() const { write_file_atomically(dir_str_ + "/go", "go\n"); }
 test::Finished FaultJob::finish(double limit) {
   finished_ = true;
   test::Finished f = test::wait_process(launcher_, limit);
+  ended_ns_ = now_ns();
   for (pid_t p : stopped_) kill(p, SIGCONT);
   return f;
 }

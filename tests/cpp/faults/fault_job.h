@@ -49,6 +49,8 @@ class FaultJob {
   void go() const;
   // Waits for the launcher to exit (killed after `limit` s).
   test::Finished finish(double limit = 90);
+  // Steady-clock ns when finish() saw the launcher gone (0 before).
+  int64_t ended_ns() const { return ended_ns_; }
   Result result(int rank) const;
   // /dev/shm entries of this job (collie-<uid>-<job>[-...] and sem. variants).
   std::vector<std::string> leftovers() const;
@@ -60,6 +62,7 @@ class FaultJob {
   double timeout_;
   test::Process launcher_;
   bool finished_ = false;
+  int64_t ended_ns_ = 0;
   std::set<pid_t> stopped_;
 };
 

@@ -73,6 +73,12 @@ void expect_verdict(const test::Finished& f, const std::vector<int>& candidates,
   EXPECT_NE(line.find(how), std::string::npos) << line;
 }
 
+// The launcher's exit, relative to `t0` (the fault), for the record.
+void print_launcher(const FaultJob& job, const char* scenario, int64_t t0) {
+  std::printf("[fault-time] %-16s launcher exited  %.3f s after the fault\n", scenario,
+              static_cast<double>(job.ended_ns() - t0) * 1e-9);
+}
+
 void expect_clean(const FaultJob& job, const test::Finished& f) {
   auto left = job.leftovers();
   std::string names;
@@ -184,6 +190,7 @@ TEST(FaultInjection, SigkillMidAllReduce) {
   ASSERT_TRUE(x.t0 != 0);
   expect_verdict(x.f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
   expect_survivors(*x.job, "kill_all_reduce", {0, 2}, "CommError", x.t0, "all_reduce", 1);
+  print_launcher(*x.job, "kill_all_reduce", x.t0);
   // The flight recorder dumped the failed operation into COLLIE_TRACE_DIR.
   for (int r : {0, 2}) EXPECT_TRUE(trace_mentions(*x.job, r, "FAILED")) << "rank " << r;
   expect_clean(*x.job, x.f);
@@ -195,6 +202,7 @@ TEST(FaultInjection, SigkillMidBatchIsendIrecv) {
   expect_verdict(x.f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
   // The first failing op of the batch is reported: a send or a recv involving rank 1.
   expect_survivors(*x.job, "kill_batch", {0, 2}, "CommError", x.t0, "peer 1", 1);
+  print_launcher(*x.job, "kill_batch", x.t0);
   expect_clean(*x.job, x.f);
 }
 
@@ -236,6 +244,7 @@ TEST(FaultInjection, SigkillDuringInit) {
     EXPECT_TRUE(names_rank(res.message, 1)) << res.message;
     EXPECT_NE(res.message.find("died"), std::string::npos) << res.message;
   }
+  print_launcher(job, "kill_init", t0);
   EXPECT_NE(f.err.find("leftover shared-memory object(s) of job " + job.job_id()), std::string::npos)
       << describe(f);
   expect_clean(job, f);
@@ -250,6 +259,7 @@ TEST(FaultInjection, SigstopMidAllReduceGivesTimeoutNotCommError) {
   const int64_t t0 = x.t0;
   expect_verdict(f, {0, 2}, 3, "exited with code 3");
   expect_survivors(job, "stop_all_reduce", {0, 2}, "TimeoutError", t0, "all_reduce", 1);
+  print_launcher(job, "stop_all_reduce", t0);
   for (int r : {0, 2}) {
     Result res = job.result(r);
     EXPECT_GE(static_cast<double>(res.end - t0) * 1e-9, kDeadline - 0.5)

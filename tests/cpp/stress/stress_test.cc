@@ -2,8 +2,9 @@
 // including unsorted and single-rank sub-groups, root, async or not) from one seed,
 // and check every result against a reference computed locally (stress_plan.h).
 //
-// COLLIE_STRESS_SEED and COLLIE_STRESS_OPS override the seed and the length; a
-// failure message names the seed and the operation, which replays it exactly.
+// COLLIE_STRESS_SEED and COLLIE_STRESS_OPS override the seed and the length
+// (COLLIE_STRESS_PERCENT scales the length); a failure message names the seed and
+// the operation, which replays it exactly.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -31,6 +32,8 @@ struct Config {
 
 void run_stress(Config c) {
   c.seed = env_or("COLLIE_STRESS_SEED", c.seed);
+  // Sanitizer runs take a percentage of the default length (scripts/sanitize.sh).
+  c.ops = static_cast<int>(static_cast<uint64_t>(c.ops) * env_or("COLLIE_STRESS_PERCENT", 100) / 100);
   c.ops = static_cast<int>(env_or("COLLIE_STRESS_OPS", static_cast<uint64_t>(c.ops)));
   const int kRanks = 4;
   const auto groups = stress_groups(kRanks);
