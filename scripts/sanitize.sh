@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds collie under sanitizers in separate trees and runs a subset of the tests.
+#
+#   scripts/sanitize.sh [asan|tsan]...     (default: asan tsan)
+#
+#   asan: build-asan, -fsanitize=address,undefined: memory errors, leaks, UB
+#   tsan: build-tsan, -fsanitize=thread: data races between threads of a rank
+#
+# Only the test binaries listed below are built (not the examples, the Python
+# module or the MPI backend), so each tree builds and runs in a few minutes on
+# 2 cores. Any sanitizer report fails the run: UBSan and TSan halt on the first
+# error, and ctest sees the failing test.
+#
+# TSan cannot see the other processes of a job: peers' writes to shared memory
+# and their futex wake-ups are invisible to it. scripts/tsan.supp suppresses the
+# reports that come only from that (each entry says why); races between a rank's
+# own threads are still reported.
+#
+# Environment: JOBS (default 2), SANITIZE_CTEST_ARGS (extra ctest arguments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=${JOBS:-2}
+kinds=("$@")
+((${#kinds[@]})) || kinds=(asan tsan)
+
+common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_WITH_MPI=OFF
+        -DCOLLIE_WITH_PYTHON=OFF -DCOLLIE_BUILD_EXAMPLES=OFF)
+
+# Unit tests of the core (run directly: they carry no ctest label), the
+# operations, the harness, the launcher, fault injection and the stress test.
+asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels)
+asan_targets=("${asan_core[@]}" harness_test
+              all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test
+              barrier_test p2p_test batch_isend_irecv_test all_to_all_test groups_test
+              init_and_errors_test concurrency_test fault_test
+              collie_cli_tests collie_fault_test collie_stress_test)
+asan_ctest=(-L '^(comm|harness|cli|faults|stress)$')
+# The tests where a rank runs several threads at once: async operations and the
+# progress thread, concurrent callers, groups created while others communicate,
+# p2p in any order, failures delivered to waiting threads, the stress mix.
+tsan_targets=(concurrency_test p2p_test batch_isend_irecv_test groups_test fault_test
+              all_reduce_test collie_stress_test)
+tsan_ctest=(-R '^(Concurrency|P2P|Batch|Groups|Fault|AllReduce|Stress)\.')
+
+elapsed() { echo $(( $(date +%s) - $1 )); }
+
+run_kind() {
+  local kind=$1 dir flags core=() targets select
+  case $kind in
+    asan)
+      dir=build-asan
+      flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+      core=("${asan_core[@]}")
+      targets=("${asan_targets[@]}")
+      select=("${asan_ctest[@]}")
+      # Fork-based tests: a child's report goes to its stderr, and its exit code
+      # fails the rank (and so the test). Leaks are checked at every exit.
+      export ASAN_OPTIONS=detect_leaks=1:exitcode=86:strict_string_checks=1
+      export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+      export COLLIE_STRESS_PERCENT=${COLLIE_STRESS_PERCENT:-25}
+      ;;
+    tsan)
+      dir=build-tsan
+      flags="-fsanitize=thread -fno-omit-frame-pointer"
+      targets=("${tsan_targets[@]}")
+      select=("${tsan_ctest[@]}")
+      export TSAN_OPTIONS="halt_on_error=1:exitcode=87:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"
+      # TSan slows the stress test ~15x: a tenth of its operations still mixes every kind.
+      export COLLIE_STRESS_PERCENT=${COLLIE_STRESS_PERCENT:-10}
+      ;;
+    *) echo "sanitize.sh: unknown kind '$kind' (asan, tsan)" >&2; return 2 ;;
+  esac
+  # Sanitized ranks run slower: give the fault tests' time bounds more slack.
+  export COLLIE_FAULT_SLACK_S=${COLLIE_FAULT_SLACK_S:-3}
+  local t0
+  t0=$(date +%s)
+  echo "sanitize.sh: $kind: configuring and building ${#targets[@]} targets in $dir"
+  mkdir -p "$dir"
+  cmake -S . -B "$dir" "${common[@]}" \
+        -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
+        -DCMAKE_SHARED_LINKER_FLAGS="$flags" > "$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log"; return 1; }
+  cmake --build "$dir" -j"$jobs" --target "${targets[@]}"
+  echo "sanitize.sh: $kind: built in $(elapsed "$t0") s"
+  t0=$(date +%s)
+  for t in "${core[@]}"; do
+    "$dir/tests/cpp/core/$t" --gtest_brief=1
+  done
+  # shellcheck disable=SC2086
+  ctest --test-dir "$dir" "${select[@]}" -j"$jobs" --output-on-failure --timeout 600 \
+        ${SANITIZE_CTEST_ARGS:-}
+  echo "sanitize.sh: $kind: tests passed in $(elapsed "$t0") s"
+}
+
+for kind in "${kinds[@]}"; do
+  run_kind "$kind"
+done
