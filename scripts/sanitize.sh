@@ -24,7 +24,10 @@ jobs=${JOBS:-2}
 kinds=("$@")
 ((${#kinds[@]})) || kinds=(asan tsan)
 
-common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_WITH_MPI=OFF
+# Build type "Sanitize" has no flags of its own: -O1 -g1 (line tables) below
+# compiles twice as fast as RelWithDebInfo's -O2 -g and still gives file:line
+# in every report.
+common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
         -DCOLLIE_WITH_PYTHON=OFF -DCOLLIE_BUILD_EXAMPLES=OFF)
 
 # Unit tests of the core (run directly: they carry no ctest label), the
@@ -50,7 +53,7 @@ run_kind() {
   case $kind in
     asan)
       dir=build-asan
-      flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+      flags="-O1 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
       core=("${asan_core[@]}")
       targets=("${asan_targets[@]}")
       select=("${asan_ctest[@]}")
@@ -62,7 +65,7 @@ run_kind() {
       ;;
     tsan)
       dir=build-tsan
-      flags="-fsanitize=thread -fno-omit-frame-pointer"
+      flags="-O1 -g1 -fsanitize=thread -fno-omit-frame-pointer"
       targets=("${tsan_targets[@]}")
       select=("${tsan_ctest[@]}")
       export TSAN_OPTIONS="halt_on_error=1:exitcode=87:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"

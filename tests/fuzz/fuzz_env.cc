@@ -4,7 +4,6 @@
 //
 // Input: NUL-separated chunks; each chunk's first byte picks a variable (modulo
 // the list), the rest is its value.
-#include <cmath>
 #include <cstdlib>
 
 #include "collie/errors.h"
@@ -50,8 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const collie::ValueError&) {
   }
   try {
+    // inf is accepted and means "no deadline": every use compares against it or
+    // caps it before converting to clock ticks.
     double t = collie::detail::default_timeout_seconds();
-    FUZZ_CHECK(t > 0 && std::isfinite(t), "timeout");
+    FUZZ_CHECK(t > 0, "timeout");
   } catch (const collie::ValueError&) {
   }
   for (const char* name : {"COLLIE_SHM_SLOT_BYTES", "COLLIE_P2P_RING_BYTES"}) {
