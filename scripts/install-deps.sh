@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build libgtest-dev libgmock-dev procps
           python3 python3-numpy python3-pytest pybind11-dev libdlpack-dev
-          libopenmpi-dev openmpi-bin gnuplot-nox)
+          libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -103,7 +103,11 @@ std::vector<size_t> sweep_sizes(const BenchConfig& c) {
   std::vector<size_t> sizes;
   for (double s = static_cast<double>(c.min_bytes);
        s <= static_cast<double>(c.max_bytes) * 1.0000001; s *= c.factor) {
-    sizes.push_back(static_cast<size_t>(std::llround(s)));
+    size_t bytes = static_cast<size_t>(std::llround(s));
+    // Factors barely above 1 would repeat sizes; keep each size once, at most 1000.
+    if (!sizes.empty() && bytes == sizes.back()) continue;
+    sizes.push_back(bytes);
+    if (sizes.size() >= 1000) break;
   }
   return sizes;
 }

@@ -33,6 +33,8 @@ constexpr auto kFinalizeGrace = std::chrono::seconds(2);
 std::atomic<MpiEngine*> g_engine{nullptr};
 
 Clock::duration seconds(double s) {
+  // Capped (and NaN-safe) so that "no deadline" values cannot overflow the clock.
+  if (!(s < 1e9)) s = 1e9;
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 

@@ -40,6 +40,7 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
       finished_(std::move(finished)),
       sends_(static_cast<size_t>(world.size())),
       channel_broken_(static_cast<size_t>(world.size()), false),
+      source_broken_(static_cast<size_t>(world.size()), false),
       posted_(static_cast<size_t>(world.size())),
       unexpected_(static_cast<size_t>(world.size())),
       incoming_(static_cast<size_t>(world.size())) {}
@@ -80,6 +81,12 @@ void P2PMatcher::add_send(SendRequest request) {
 }
 
 void P2PMatcher::add_recv(RecvRequest request) {
+  if (source_broken_[static_cast<size_t>(request.src)]) {
+    complete(request.work, std::make_exception_ptr(CommError(
+                               request.work->info().describe() + ": the p2p stream from rank " +
+                               std::to_string(request.src) + " broke earlier (corrupt data)")));
+    return;
+  }
   Recv recv{std::move(request), Clock::now()};
   auto& list = unexpected_[static_cast<size_t>(recv.req.src)];
   for (auto it = list.begin(); it != list.end(); ++it) {
@@ -176,12 +183,57 @@ void P2PMatcher::on_header(int src, const MessageHeader& h) {
     return;
   }
   auto& list = unexpected_[static_cast<size_t>(src)];
-  list.push_back(Unexpected{h, std::vector<uint8_t>(h.nbytes), 0, std::nullopt});
+  std::vector<uint8_t> buffer;
+  try {
+    buffer.resize(h.nbytes);
+  } catch (const std::bad_alloc&) {
+    // Cannot hold a message nobody asked for yet: this source is unusable from here.
+    break_source(src, "no memory to buffer an unexpected message of " +
+                          std::to_string(h.nbytes) + " bytes from rank " + std::to_string(src));
+    return;
+  }
+  list.push_back(Unexpected{h, std::move(buffer), 0, std::nullopt});
   in.unexpected = &list.back();
   in.target = in.unexpected->data.data();
 }
 
+bool P2PMatcher::valid_header(const MessageHeader& h, std::string* why) {
+  if (h.magic != kMessageMagic) {
+    *why = "bad header magic";
+    return false;
+  }
+  if (h.dtype >= static_cast<uint32_t>(kNumDTypes)) {
+    *why = "unknown dtype code " + std::to_string(h.dtype);
+    return false;
+  }
+  if (h.nbytes % element_size(static_cast<DType>(h.dtype)) != 0 || h.nbytes > kMaxMessageBytes) {
+    *why = "impossible size " + std::to_string(h.nbytes);
+    return false;
+  }
+  return true;
+}
+
+void P2PMatcher::break_source(int src, const std::string& what) {
+  source_broken_[static_cast<size_t>(src)] = true;
+  auto fail = [&](const WorkPtr& w) {
+    complete(w, std::make_exception_ptr(CommError(w->info().describe() + ": " + what)));
+  };
+  for (auto& r : posted_[static_cast<size_t>(src)]) fail(r.req.work);
+  posted_[static_cast<size_t>(src)].clear();
+  Incoming& in = incoming_[static_cast<size_t>(src)];
+  if (in.recv) fail(in.recv->req.work);
+  in.recv.reset();
+  for (auto& u : unexpected_[static_cast<size_t>(src)]) {
+    if (u.claimant) fail(u.claimant->req.work);
+  }
+  unexpected_[static_cast<size_t>(src)].clear();
+  in.unexpected = nullptr;
+  in.target = nullptr;
+  in.in_payload = false;
+}
+
 bool P2PMatcher::advance_incoming(int src) {
+  if (source_broken_[static_cast<size_t>(src)]) return false;
   Incoming& in = incoming_[static_cast<size_t>(src)];
   RingControl& ctl = world_.ring_control(src, world_.rank());
   const uint8_t* ring = world_.ring_data(src, world_.rank());
@@ -197,18 +249,19 @@ bool P2PMatcher::advance_incoming(int src) {
       ring_read(ring, size, tail, &h, sizeof(h));
       tail += sizeof(h);
       moved = true;
-      if (h.magic != kMessageMagic) {
-        // Corrupt stream: nothing after this point can be trusted. Fail what waits on src.
-        std::string what =
-            "p2p stream from rank " + std::to_string(src) + " is corrupt (bad header magic)";
-        for (auto& r : posted_[static_cast<size_t>(src)])
-          complete(r.req.work,
-                   std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + what)));
-        posted_[static_cast<size_t>(src)].clear();
+      std::string why;
+      if (!valid_header(h, &why)) {
+        // Corrupt stream: nothing after this point can be trusted. The source is cut
+        // off for good, and what waits on it fails.
+        break_source(src, "p2p stream from rank " + std::to_string(src) + " is corrupt (" + why + ")");
         tail = head;
-        continue;
+        break;
       }
       on_header(src, h);
+      if (source_broken_[static_cast<size_t>(src)]) {
+        tail = head;
+        break;
+      }
       avail -= sizeof(h);
     }
     uint64_t n = std::min(avail, in.remaining);

@@ -96,10 +96,17 @@ class P2PMatcher {
   std::function<void()> finished_;
   std::vector<std::deque<Send>> sends_;            // by destination
   std::vector<bool> channel_broken_;               // by destination
+  std::vector<bool> source_broken_;                // by source: its stream was corrupt
   std::vector<std::list<Recv>> posted_;            // by source
   std::vector<std::list<Unexpected>> unexpected_;  // by source
   std::vector<Incoming> incoming_;                 // by source
 
+  // Messages larger than this are refused as corrupt headers (1 TiB).
+  static constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
+  // Checks a header read from a peer's ring: magic, dtype code, size.
+  static bool valid_header(const MessageHeader& h, std::string* why);
+  // Cuts a source off after corrupt data: fails everything waiting on it.
+  void break_source(int src, const std::string& what);
   bool advance_sends(int dst);
   bool advance_incoming(int src);
   void on_header(int src, const MessageHeader& h);
