@@ -4,6 +4,12 @@
 
 namespace collie::detail {
 
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
 std::string format_seconds(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g s", seconds);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "collie/comm.h"
 #include "collie/dtype.h"
@@ -27,6 +28,9 @@ const char* op_kind_name(OpKind kind);
 
 // "2 s", "0.5 s": seconds for messages, without trailing zeros.
 std::string format_seconds(double seconds);
+
+// "[3, 1]": a rank list for messages.
+std::string rank_list(const std::vector<int>& ranks);
 
 struct OpInfo {
   OpKind kind = OpKind::Barrier;

@@ -9,18 +9,13 @@
 
 #include "backends/transport.h"
 #include "collie/errors.h"
+#include "runtime/op_info.h"
 #include "runtime/runtime_state.h"
 
 namespace collie {
 namespace detail {
 
 namespace {
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
 
 [[noreturn]] void throw_not_initialized(std::string_view what) {
   throw RuntimeError(std::string(what) +

@@ -4,15 +4,10 @@
 
 #include "backends/mpi/mpi_call.h"
 #include "collie/errors.h"
+#include "runtime/op_info.h"
 
 namespace collie::detail {
 namespace {
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
 
 // FNV-1a: the same on every rank, whatever the platform.
 uint64_t fnv1a(uint64_t h, const void* data, size_t n) {

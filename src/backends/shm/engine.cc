@@ -9,6 +9,7 @@
 #include "backends/shm/futex.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
+#include "runtime/op_info.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -29,12 +30,6 @@ constexpr auto kStallCheckInterval = std::chrono::milliseconds(5);
 // deadlines and peers checked); idle engines sleep longer.
 constexpr int64_t kBusySleepNs = 20'000'000;
 constexpr int64_t kIdleSleepNs = 500'000'000;
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
 
 }  // namespace
 

@@ -23,12 +23,6 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
-
 // Polls `ready(peer)` for every peer until all are true; sleeps with back-off in
 // between (start-up is rare; no need for futexes). Throws naming the missing ranks.
 template <typename Ready, typename PidOf>
