@@ -212,6 +212,10 @@ TEST(FaultInjection, SigkillMidBatchIsendIrecv) {
 TEST(FaultInjection, SigkillDuringInit) {
   FaultJob job("kill_init", kWorldSize, kDeadline, env_of("kill_init", 1));
   ASSERT_TRUE(job.wait_ready({0, 1}));
+  // Rank 2 writes its pid file right after blocking SIGTERM. Until then the
+  // launcher's SIGTERM (sent when rank 1 dies) would kill it with no result: on a
+  // loaded machine a sanitized rank can still be starting up when rank 1 is killed.
+  ASSERT_GT(job.pid(2), 0) << "rank 2 never started";
   // Wait until rank 1's world segment is fully initialised (header magic stored):
   // a rank killed before that has no pid its peers could check, so they could only
   // time out (see docs/errors.md).
