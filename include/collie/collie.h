@@ -18,4 +18,5 @@
 #include "collie/errors.h"
 #include "collie/handle.h"
 #include "collie/runtime.h"
+#include "collie/shared.h"
 #include "collie/tensor.h"

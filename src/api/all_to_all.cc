@@ -3,6 +3,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "runtime/shared_output.h"
 
 namespace collie {
 
@@ -134,7 +135,7 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
     recv[i] = static_cast<size_t>(out_split[i] * out_row);
   }
   Tensor in = tensor.contiguous();
-  Tensor out = Tensor::uninitialized(output_shape, tensor.dtype());
+  Tensor out = detail::new_output(in, output_shape, tensor.dtype());
   return detail::finish(out, launch(*g, in, send, out, recv, !async_op), async_op);
 }
 

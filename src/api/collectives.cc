@@ -2,6 +2,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "runtime/shared_output.h"
 
 namespace collie {
 
@@ -17,7 +18,7 @@ std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std:
                                          bool async_op) {
   auto g = lookup_for_op(group, "all_reduce");
   Tensor in = tensor.contiguous();
-  Tensor out = Tensor::uninitialized(tensor.shape(), tensor.dtype());
+  Tensor out = detail::new_output(in, tensor.shape(), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::AllReduce, in, n, op, -1, !async_op), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -32,7 +33,7 @@ std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::
   Tensor in = tensor.contiguous();
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
   Tensor out =
-      Tensor::uninitialized(detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
+      detail::new_output(in, detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::AllGather, in, n, ReduceOp::SUM, -1, !async_op), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -54,8 +55,8 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
         std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
   }
   Tensor in = tensor.contiguous();
-  Tensor out = Tensor::uninitialized(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()),
-                                     tensor.dtype());
+  Tensor out = detail::new_output(
+      in, detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
   WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op, -1, !async_op), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -70,7 +71,7 @@ Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group
   bool is_root = g->rank() == root;
   Tensor in = tensor.contiguous();
   // comm_func.reduce gives non-destination ranks a shape-[1] placeholder.
-  Tensor out = is_root ? Tensor::uninitialized(tensor.shape(), tensor.dtype())
+  Tensor out = is_root ? detail::new_output(in, tensor.shape(), tensor.dtype())
                        : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root, true), {in, out},
@@ -85,7 +86,7 @@ Tensor broadcast(const Tensor& tensor, int src, std::string_view group) {
   auto g = lookup_for_op(group, "broadcast");
   int root = to_group_rank(*g, src, "broadcast", "src");
   Tensor in = tensor.contiguous();
-  Tensor out = Tensor::uninitialized(tensor.shape(), tensor.dtype());
+  Tensor out = detail::new_output(in, tensor.shape(), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Broadcast, in, n, ReduceOp::SUM, root, true), {in, out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -100,8 +101,8 @@ Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group)
   bool is_root = g->rank() == root;
   Tensor in = tensor.contiguous();
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
-  Tensor out = is_root ? Tensor::uninitialized(detail::with_rows(tensor.shape(), rows * g->size()),
-                                               tensor.dtype())
+  Tensor out = is_root ? detail::new_output(
+                             in, detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype())
                        : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root, true), {in, out},
@@ -123,8 +124,8 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
         std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
   }
   Tensor in = tensor.contiguous();
-  Tensor out = Tensor::uninitialized(detail::with_rows(tensor.shape(), tensor.size(0) / g->size()),
-                                     tensor.dtype());
+  Tensor out = detail::new_output(
+      in, detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
   WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root, true), {in, out},
                         [&](Backend& b, const WorkPtr& work) {

@@ -68,6 +68,8 @@ BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::
       c.iters = std::stoi(value(i));
     } else if (a == "--cold") {
       c.cold = true;
+    } else if (a == "--shared") {
+      c.shared = true;
     } else if (a == "--no-check") {
       c.check = false;
     } else if (rest != nullptr) {
@@ -95,6 +97,7 @@ std::vector<std::string> config_args(const BenchConfig& c) {
                      factor, "--dtype", c.dtype, "-w", std::to_string(c.warmup),
                      "--iters", std::to_string(c.iters)});
   if (c.cold) a.push_back("--cold");
+  if (c.shared) a.push_back("--shared");
   if (!c.check) a.push_back("--no-check");
   return a;
 }

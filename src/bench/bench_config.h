@@ -20,6 +20,7 @@ struct BenchConfig {
   int warmup = 3;
   int iters = 0;      // 0: chosen per size (more for small sizes)
   bool cold = false;  // rotate inputs through > 256 MiB (cache-cold)
+  bool shared = false;  // collie's inputs from empty_shared() (single-copy path)
   bool check = true;  // verify every result against the closed form
 };
 

@@ -15,7 +15,8 @@ namespace {
 // Inputs hold rank+1 everywhere, so every result has a closed form.
 class CollieComm {
  public:
-  explicit CollieComm(DType dtype) : dtype_(dtype), rank_(get_rank()), n_(get_group_size()) {}
+  CollieComm(DType dtype, bool shared)
+      : dtype_(dtype), shared_(shared), rank_(get_rank()), n_(get_group_size()) {}
   int rank() const { return rank_; }
   int size() const { return n_; }
   void barrier() { collie::barrier(); }
@@ -34,7 +35,15 @@ class CollieComm {
     if (op == "all_gather") shape = {count / n_};
     if (op == "reduce_scatter") shape = {n_, count / n_};
     inputs_.clear();
-    for (int i = 0; i < copies; ++i) inputs_.push_back(Tensor::full(shape, rank_ + 1, dtype_));
+    for (int i = 0; i < copies; ++i) {
+      Tensor x = Tensor::full(shape, rank_ + 1, dtype_);
+      if (shared_) {
+        Tensor s = empty_shared(shape, dtype_);
+        s.copy_from(x);
+        x = s;
+      }
+      inputs_.push_back(x);
+    }
     count_ = count;
     return true;
   }
@@ -78,6 +87,7 @@ class CollieComm {
 
  private:
   DType dtype_;
+  bool shared_;
   int rank_, n_;
   int64_t count_ = 0;
   std::vector<Tensor> inputs_;
@@ -92,7 +102,7 @@ int main(int argc, char** argv) {
     collie::bench::BenchConfig config =
         collie::bench::parse_config(std::vector<std::string>(argv + 1, argv + argc), nullptr);
     collie::init();
-    collie::bench::CollieComm comm(collie::parse_dtype(config.dtype));
+    collie::bench::CollieComm comm(collie::parse_dtype(config.dtype), config.shared);
     int rc = collie::bench::run_sweep(comm, config);
     collie::release();
     return rc;

@@ -224,7 +224,8 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
 
 std::string bench_usage() {
   return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
-         "                    [-w WARMUP] [--iters N] [--cold] [--no-check] [--compare mpi]\n"
+         "                    [-w WARMUP] [--iters N] [--cold] [--shared] [--no-check]\n"
+         "                    [--compare mpi]\n"
          "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
          "\n"
          "Sweeps message sizes from MIN to MAX (bytes; K/M/G suffixes) by FACTOR and prints,\n"
@@ -234,6 +235,8 @@ std::string bench_usage() {
          "--compare mpi runs the same sweep through OpenMPI's own collectives (mpirun),\n"
          "alternating per op, and prints the speed-up (MPI time / collie time).\n"
          "--cold rotates inputs through more memory than the caches hold.\n"
+         "--shared allocates collie's inputs with empty_shared() (the single-copy path;\n"
+         "OpenMPI's side is unchanged).\n"
          "Defaults: -n 2 --op all_reduce -b 8 -e 64M -f 2 --dtype float32 -w 3.\n";
 }
 

@@ -356,27 +356,9 @@ class AllToAllOp final : public StepOp {
 
  private:
   void check_matrix_and_plan(const std::vector<const uint8_t*>& slots) {
-    const size_t n = send_.size();
-    std::string mismatches;
-    size_t max_count = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const auto* ci = reinterpret_cast<const uint64_t*>(slots[i]);
-      for (size_t j = 0; j < n; ++j) {
-        const auto* cj = reinterpret_cast<const uint64_t*>(slots[j]);
-        uint64_t sent = ci[j], expected = cj[n + i];
-        max_count = std::max<size_t>(max_count, sent);
-        if (sent != expected && mismatches.size() < 400) {
-          mismatches += " rank " + std::to_string(group().world_rank(static_cast<int>(i))) +
-                        " sends " + std::to_string(sent) + " elements to rank " +
-                        std::to_string(group().world_rank(static_cast<int>(j))) +
-                        ", which expects " + std::to_string(expected) + ";";
-        }
-      }
-    }
-    if (!mismatches.empty()) {
-      throw CommError(work()->info().describe() +
-                      ": send and receive sizes disagree:" + mismatches);
-    }
+    std::vector<const uint64_t*> counts(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) counts[i] = reinterpret_cast<const uint64_t*>(slots[i]);
+    size_t max_count = check_all_to_all_counts(group(), work()->info(), counts);
     nsteps_ = 1 + (max_count + per_step_ - 1) / per_step_;
   }
 
@@ -388,6 +370,29 @@ class AllToAllOp final : public StepOp {
 };
 
 }  // namespace
+
+size_t check_all_to_all_counts(const ShmGroup& g, const OpInfo& info,
+                               const std::vector<const uint64_t*>& counts) {
+  const size_t n = counts.size();
+  std::string mismatches;
+  size_t max_count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      uint64_t sent = counts[i][j], expected = counts[j][n + i];
+      max_count = std::max<size_t>(max_count, sent);
+      if (sent != expected && mismatches.size() < 400) {
+        mismatches += " rank " + std::to_string(g.world_rank(static_cast<int>(i))) + " sends " +
+                      std::to_string(sent) + " elements to rank " +
+                      std::to_string(g.world_rank(static_cast<int>(j))) + ", which expects " +
+                      std::to_string(expected) + ";";
+      }
+    }
+  }
+  if (!mismatches.empty()) {
+    throw CommError(info.describe() + ": send and receive sizes disagree:" + mismatches);
+  }
+  return max_count;
+}
 
 std::unique_ptr<OpState> make_all_reduce(CollectiveCall c, const void* in, void* out, size_t count,
                                          DType dtype, ReduceOp op) {

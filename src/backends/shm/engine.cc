@@ -37,7 +37,8 @@ ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
     : world_(std::move(world)),
       p2p_(
           *world_, [this](int r) { ring(r); },
-          [this] { pending_.fetch_sub(1, std::memory_order_acq_rel); }) {
+          [this] { pending_.fetch_sub(1, std::memory_order_acq_rel); }),
+      peer_arenas_(world_->config().job_id) {
   // Spinning only pays when every rank has a core to itself; on an oversubscribed
   // machine it steals the time the peer needs to make progress.
   // COLLIE_SPIN_US overrides the choice (0 = always sleep at once).

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/shm/arena.h"
 #include "backends/shm/op_state.h"
 #include "backends/shm/p2p.h"
 #include "backends/shm/shm_group.h"
@@ -54,6 +55,10 @@ class ShmEngine final : public ProgressDriver {
   // Waits for all operations, then stops the progress thread.
   void shutdown();
 
+  // Peers' shared-arena chunks; only for operations being advanced (the progress
+  // lock is held).
+  PeerArenas& peer_arenas() { return peer_arenas_; }
+
   // Rings the doorbell of a world rank (after publishing something it may wait for).
   void ring(int world_rank) const;
   // Rings every member of `group` except this rank.
@@ -70,11 +75,11 @@ class ShmEngine final : public ProgressDriver {
 
   std::shared_ptr<ShmGroup> world_;
   P2PMatcher p2p_;
+  PeerArenas peer_arenas_;
   Inbox inbox_;
   std::vector<ShmGroup*> groups_;  // progress thread only
-  std::atomic<uint64_t> pending_{0};
-  std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled  //
-                                                  // operations submitted and not yet finished
+  std::atomic<uint64_t> pending_{0};  // operations submitted and not yet finished
+  std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled
   std::atomic<bool> stop_{false};
   std::mutex progress_mu_;            // held for every pass, by whichever thread runs it
   std::atomic<uint32_t> drivers_{0};  // threads inside drive() (a futex word)

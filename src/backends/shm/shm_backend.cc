@@ -1,8 +1,22 @@
 #include "backends/shm/shm_backend.h"
 
 #include "backends/shm/collectives.h"
+#include "backends/shm/direct_ops.h"
 
 namespace collie::detail {
+
+std::optional<DirectBuffers> ShmBackend::direct(const void* in, size_t in_bytes, void* out,
+                                                size_t out_bytes, size_t min_bytes) const {
+  if (in_bytes < min_bytes) return std::nullopt;
+  const SharedArena& arena = SharedArena::instance();
+  DirectBuffers b{in, arena.locate(in, in_bytes), out, ArenaRef{}};
+  if (!b.in_ref.present) return std::nullopt;
+  if (out != nullptr) {
+    b.out_ref = arena.locate(out, out_bytes);
+    if (!b.out_ref.present) return std::nullopt;
+  }
+  return b;
+}
 
 ShmBackend::ShmBackend(std::shared_ptr<ShmEngine> engine, std::shared_ptr<ShmGroup> group)
     : engine_(std::move(engine)), group_(std::move(group)) {}
@@ -14,36 +28,65 @@ ShmBackend::~ShmBackend() {
 
 void ShmBackend::all_reduce(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                             ReduceOp op) {
+  const size_t bytes = count * element_size(dtype);
+  if (auto b = direct(in, bytes, out, bytes)) {
+    return engine_->submit(group_.get(), make_direct_all_reduce(call(w), *b, count, dtype, op));
+  }
   engine_->submit(group_.get(), make_all_reduce(call(w), in, out, count, dtype, op));
 }
 
 void ShmBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t count,
                             DType dtype) {
+  const size_t bytes = count * element_size(dtype);
+  if (auto b = direct(in, bytes, out, bytes * group_size())) {
+    return engine_->submit(group_.get(), make_direct_all_gather(call(w), *b, count, dtype));
+  }
   engine_->submit(group_.get(), make_all_gather(call(w), in, out, count, dtype));
 }
 
 void ShmBackend::reduce_scatter(const WorkPtr& w, const void* in, void* out, size_t count,
                                 DType dtype, ReduceOp op) {
+  const size_t bytes = count * element_size(dtype);
+  if (auto b = direct(in, bytes * group_size(), out, bytes)) {
+    return engine_->submit(group_.get(),
+                           make_direct_reduce_scatter(call(w), *b, count, dtype, op));
+  }
   engine_->submit(group_.get(), make_reduce_scatter(call(w), in, out, count, dtype, op));
 }
 
 void ShmBackend::reduce(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                         ReduceOp op, int root) {
+  const size_t bytes = count * element_size(dtype);
+  if (auto b = direct(in, bytes, out, bytes)) {
+    return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
+  }
   engine_->submit(group_.get(), make_reduce(call(w), in, out, count, dtype, op, root));
 }
 
 void ShmBackend::broadcast(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                            int root) {
+  const size_t bytes = count * element_size(dtype);
+  if (auto b = direct(in, bytes, out, bytes)) {
+    return engine_->submit(group_.get(), make_direct_broadcast(call(w), *b, count, dtype, root));
+  }
   engine_->submit(group_.get(), make_broadcast(call(w), in, out, count, dtype, root));
 }
 
 void ShmBackend::gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                         int root) {
+  const size_t bytes = count * element_size(dtype);
+  if (auto b = direct(in, bytes, out, bytes * group_size())) {
+    return engine_->submit(group_.get(), make_direct_gather(call(w), *b, count, dtype, root));
+  }
   engine_->submit(group_.get(), make_gather(call(w), in, out, count, dtype, root));
 }
 
 void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                          int root) {
+  const size_t bytes = count * element_size(dtype);
+  if (auto b = direct(in, bytes * group_size(), out, bytes)) {
+    return engine_->submit(group_.get(), make_direct_scatter(call(w), *b, count, dtype, root));
+  }
   engine_->submit(group_.get(), make_scatter(call(w), in, out, count, dtype, root));
 }
 
@@ -52,6 +95,15 @@ void ShmBackend::barrier(const WorkPtr& w) { engine_->submit(group_.get(), make_
 void ShmBackend::all_to_all(const WorkPtr& w, const void* in,
                             const std::vector<size_t>& send_counts, void* out,
                             const std::vector<size_t>& recv_counts, DType dtype) {
+  const size_t esize = element_size(dtype);
+  size_t sent = 0, received = 0;
+  for (size_t c : send_counts) sent += c;
+  for (size_t c : recv_counts) received += c;
+  // Every size: the counts differ per rank, so no size threshold could agree.
+  if (auto b = direct(in, sent * esize, out, received * esize, 0)) {
+    return engine_->submit(group_.get(), make_direct_all_to_all(call(w), *b, send_counts,
+                                                                recv_counts, dtype));
+  }
   engine_->submit(group_.get(), make_all_to_all(call(w), in, send_counts, out, recv_counts, dtype));
 }
 

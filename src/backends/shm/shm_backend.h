@@ -5,9 +5,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "backends/backend.h"
 #include "backends/shm/collectives.h"
+#include "backends/shm/direct_ops.h"
 #include "backends/shm/engine.h"
 #include "backends/shm/shm_group.h"
 
@@ -42,6 +44,13 @@ class ShmBackend final : public Backend {
  private:
   std::shared_ptr<ShmEngine> engine_;
   std::shared_ptr<ShmGroup> group_;
+  size_t group_size() const { return static_cast<size_t>(group_->size()); }
+  // This rank's buffers when the input (`in_bytes`, at least `min_bytes`) and
+  // the output (if any) are in the shared arena: the single-copy path
+  // (direct_ops.h). Every rank decides the same way unless the ranks mixed
+  // shared and private tensors, which the fingerprints then report.
+  std::optional<DirectBuffers> direct(const void* in, size_t in_bytes, void* out, size_t out_bytes,
+                                      size_t min_bytes = kDirectMinBytes) const;
   CollectiveCall call(const WorkPtr& w) {
     w->set_driver(engine_);
     return {engine_.get(), group_.get(), w};

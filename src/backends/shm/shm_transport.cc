@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/shm/arena.h"
 #include "backends/shm/engine.h"
 #include "backends/shm/shm_backend.h"
 #include "collie/errors.h"
@@ -45,6 +46,7 @@ class ShmTransport final : public Transport {
     cfg.with_rings = true;
     auto world = std::make_shared<ShmGroup>(cfg);
     engine_ = std::make_shared<ShmEngine>(world);
+    SharedArena::instance().configure(env_.job_id, env_.rank);
     return std::make_unique<ShmBackend>(engine_, world);
   }
 
@@ -59,6 +61,8 @@ class ShmTransport final : public Transport {
   void shutdown() override {
     if (engine_) engine_->shutdown();
     engine_.reset();
+    // Every operation has finished, so no peer still needs to map our chunks.
+    SharedArena::instance().shutdown();
   }
 
  private:

@@ -25,7 +25,12 @@ std::string Fingerprint::describe() const {
   info.count = words[1];
   info.seq = words[2];
   std::string s = info.describe();
-  return s.substr(0, s.find(" on group"));  // the group is the same for all
+  s = s.substr(0, s.find(" on group"));  // the group is the same for all
+  switch ((words[0] >> 24) & 0xff) {
+    case 1: return s + " (two-shot)";
+    case 2: return s + " on shared tensors";
+    default: return s;
+  }
 }
 
 StepOp::StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps)
@@ -65,9 +70,15 @@ void StepOp::check_fingerprints(uint64_t step) const {
   }
   if (!mismatch) return;  // the common case: no strings built
   std::string diff;
+  int shared = 0;
   for (int p = 0; p < group_.size(); ++p) {
+    Fingerprint f = fingerprint_of(p);
+    shared += ((f.words[0] >> 24) & 0xff) == 2;
     diff += (p ? "; " : "") + std::string("rank ") + std::to_string(group_.world_rank(p)) + ": " +
-            fingerprint_of(p).describe();
+            f.describe();
+  }
+  if (shared > 0 && shared < group_.size()) {
+    diff += ". Tensors from empty_shared() must be passed by every rank of the call or by none";
   }
   throw CommError(work()->info().describe() +
                   ": ranks called different operations (or sizes) at the same point: " + diff);

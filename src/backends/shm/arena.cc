@@ -1,0 +1,186 @@
+#include "backends/shm/arena.h"
+
+#include <unistd.h>
+
+#include <functional>
+#include <new>
+
+#include "backends/shm/layout.h"
+#include "collie/errors.h"
+#include "runtime/env.h"
+
+namespace collie::detail {
+namespace {
+
+constexpr size_t kPage = 4096;
+// A chunk holds at least this much; bigger requests get a chunk of their own size.
+constexpr size_t kDefaultChunkBytes = 64u << 20;
+
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+struct SharedArena::Chunk {
+  std::mutex mu;
+  Segment segment;
+  uint32_t id = 0;
+  std::map<size_t, size_t> free;  // offset -> length, coalesced
+
+  uint8_t* base() const { return static_cast<uint8_t*>(segment.data()); }
+
+  // First fit; the caller holds mu.
+  std::optional<size_t> take(size_t len) {
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      if (it->second < len) continue;
+      size_t offset = it->first;
+      size_t left = it->second - len;
+      free.erase(it);
+      if (left > 0) free.emplace(offset + len, left);
+      return offset;
+    }
+    return std::nullopt;
+  }
+
+  void give_back(size_t offset, size_t len) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto next = free.lower_bound(offset);
+    if (next != free.end() && offset + len == next->first) {
+      len += next->second;
+      next = free.erase(next);
+    }
+    if (next != free.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        prev->second += len;
+        return;
+      }
+    }
+    free.emplace(offset, len);
+  }
+};
+
+SharedArena& SharedArena::instance() {
+  // Never destroyed: blocks may be freed during static destruction (a tensor held
+  // by a Python object, say) and must still find their chunk's bookkeeping.
+  static SharedArena* arena = new SharedArena();
+  return *arena;
+}
+
+std::string SharedArena::chunk_name(const std::string& job_id, int world_rank, uint32_t chunk) {
+  return segment_prefix(job_id) + "arena" + std::to_string(chunk) + "-" +
+         std::to_string(world_rank);
+}
+
+void SharedArena::configure(const std::string& job_id, int world_rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  job_id_ = job_id;
+  world_rank_ = world_rank;
+  chunks_.clear();
+  has_chunks_.store(false, std::memory_order_release);
+  active_ = true;
+}
+
+void SharedArena::shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!active_) return;
+  for (const auto& c : chunks_) Segment::unlink(c->segment.name());
+  chunks_.clear();
+  has_chunks_.store(false, std::memory_order_release);
+  active_ = false;
+}
+
+bool SharedArena::active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return active_;
+}
+
+std::shared_ptr<SharedArena::Chunk> SharedArena::new_chunk(size_t min_bytes) {
+  const size_t usable = std::max(round_up(min_bytes, kPage),
+                                 round_up(env_bytes("COLLIE_SHARED_CHUNK_BYTES", kDefaultChunkBytes), kPage));
+  auto chunk = std::make_shared<Chunk>();
+  chunk->id = static_cast<uint32_t>(chunks_.size());
+  const std::string name = chunk_name(job_id_, world_rank_, chunk->id);
+  if (!Segment::create(name, kHeaderBytes + usable, &chunk->segment)) {
+    throw CommError("shared arena: '" + name +
+                    "' already exists (another job with the same COLLIE_JOB_ID?)");
+  }
+  auto* header = new (chunk->segment.data()) SegmentHeader();
+  header->pid = getpid();
+  header->world_rank = world_rank_;
+  header->magic.store(kSegmentMagic, std::memory_order_release);
+  chunk->free.emplace(kHeaderBytes, usable);
+  chunks_.push_back(chunk);
+  has_chunks_.store(true, std::memory_order_release);
+  return chunk;
+}
+
+std::pair<void*, std::function<void(void*)>> SharedArena::allocate(size_t nbytes) {
+  const size_t len = round_up(std::max<size_t>(nbytes, 1), kPage);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!active_) {
+    throw RuntimeError(
+        "empty_shared: the shared arena is not available; call init() first (it exists on the "
+        "shm backend)");
+  }
+  std::shared_ptr<Chunk> chunk;
+  std::optional<size_t> offset;
+  for (const auto& c : chunks_) {
+    std::lock_guard<std::mutex> chunk_lock(c->mu);
+    if ((offset = c->take(len))) {
+      chunk = c;
+      break;
+    }
+  }
+  if (!chunk) {
+    chunk = new_chunk(len);
+    std::lock_guard<std::mutex> chunk_lock(chunk->mu);
+    offset = chunk->take(len);
+  }
+  const size_t at = *offset;
+  return {chunk->base() + at, [chunk, at, len](void*) { chunk->give_back(at, len); }};
+}
+
+ArenaRef SharedArena::locate(const void* p, size_t nbytes) const {
+  if (!has_chunks_.load(std::memory_order_acquire)) return ArenaRef{};
+  const auto* b = static_cast<const uint8_t*>(p);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& c : chunks_) {
+    const uint8_t* base = c->base();
+    if (b >= base + kHeaderBytes && b + nbytes <= base + c->segment.size()) {
+      return ArenaRef{c->id, 1, static_cast<uint64_t>(b - base)};
+    }
+  }
+  return ArenaRef{};
+}
+
+uint8_t* PeerArenas::resolve(int owner, const ArenaRef& ref, size_t nbytes) {
+  auto key = std::make_pair(owner, ref.chunk);
+  auto it = mapped_.find(key);
+  if (it == mapped_.end()) {
+    const std::string name = SharedArena::chunk_name(job_id_, owner, ref.chunk);
+    Segment seg;
+    if (!Segment::open(name, &seg)) {
+      throw CommError("shared arena chunk " + std::to_string(ref.chunk) + " of rank " +
+                      std::to_string(owner) + " ('" + name + "') does not exist");
+    }
+    const auto* header = static_cast<const SegmentHeader*>(seg.data());
+    if (seg.size() < SharedArena::kHeaderBytes ||
+        header->magic.load(std::memory_order_acquire) != kSegmentMagic ||
+        header->world_rank != owner) {
+      throw CommError("shared arena chunk '" + name + "' is not rank " + std::to_string(owner) +
+                      "'s");
+    }
+    it = mapped_.emplace(key, std::move(seg)).first;
+  }
+  const Segment& seg = it->second;
+  if (ref.offset < SharedArena::kHeaderBytes || ref.offset > seg.size() ||
+      nbytes > seg.size() - ref.offset) {
+    throw CommError("rank " + std::to_string(owner) + " named bytes [" +
+                    std::to_string(ref.offset) + ", +" + std::to_string(nbytes) +
+                    ") of its shared arena chunk " + std::to_string(ref.chunk) + ", which holds " +
+                    std::to_string(seg.size()));
+  }
+  return static_cast<uint8_t*>(seg.data()) + ref.offset;
+}
+
+}  // namespace collie::detail

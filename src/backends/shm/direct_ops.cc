@@ -1,0 +1,371 @@
+#include "backends/shm/direct_ops.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/shm/engine.h"
+#include "backends/shm/step_op.h"
+#include "backends/shm/stream_copy.h"
+#include "collie/errors.h"
+#include "core/reduce_kernels.h"
+
+namespace collie::detail {
+namespace {
+
+// What step 0 publishes in the slot; all_to_all appends its 2n counts.
+struct Descriptor {
+  ArenaRef in;
+  ArenaRef out;
+};
+
+// Large copies into memory the caller will not read soon use streaming stores.
+void copy(void* dst, const void* src, size_t n, bool stream) {
+  if (n == 0) return;
+  if (stream) {
+    stream_copy(dst, src, n);
+  } else {
+    std::memcpy(dst, src, n);
+  }
+}
+
+// [begin, begin + len) of slice `i` of `count` elements cut into `n` slices whose
+// boundaries are multiples of 64 bytes.
+struct Slice {
+  size_t begin, len;
+};
+Slice slice_of(size_t i, size_t n, size_t count, size_t esize) {
+  const size_t align = std::max<size_t>(1, 64 / esize);
+  size_t per = (count + n - 1) / n;
+  per = (per + align - 1) / align * align;
+  size_t begin = std::min(count, i * per);
+  return {begin, std::min(per, count - begin)};
+}
+
+// The skeleton: step 0 publishes this rank's buffers, resolves the peers' and
+// runs transfer(); step 1 waits until every peer has finished its transfer.
+class DirectOp : public StepOp {
+ public:
+  DirectOp(const CollectiveCall& c, const DirectBuffers& b, DType dtype)
+      : StepOp(*c.engine, *c.group, c.work, 2),
+        engine_(*c.engine),
+        buffers_(b),
+        dtype_(dtype),
+        esize_(element_size(dtype)),
+        n_(static_cast<size_t>(c.group->size())),
+        me_(static_cast<size_t>(c.group->rank())),
+        ins_(n_, nullptr),
+        outs_(n_, nullptr) {
+    set_variant(2);
+  }
+
+ protected:
+  // Bytes of group rank p's input and output that the transfer touches.
+  virtual size_t in_bytes(size_t p) const = 0;
+  virtual size_t out_bytes(size_t p) const = 0;
+  // Moves the data; ins_/outs_ hold every rank's buffers (nullptr where absent).
+  virtual void transfer() = 0;
+  // Extra words after the descriptor in step 0 (all_to_all's counts), and a look
+  // at every rank's before any peer buffer is resolved.
+  virtual void publish_extra(uint8_t*) {}
+  virtual void read_extra(const std::vector<const uint8_t*>&) {}
+
+  void produce(size_t step, uint8_t* slot) final {
+    if (step != 0) return;
+    Descriptor d{buffers_.in_ref, buffers_.out_ref};
+    std::memcpy(slot, &d, sizeof d);
+    publish_extra(slot + sizeof(Descriptor));
+  }
+
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) final {
+    if (step != 0) return;
+    read_extra(slots);
+    for (size_t p = 0; p < n_; ++p) {
+      if (p == me_) {
+        ins_[p] = static_cast<const uint8_t*>(buffers_.in);
+        outs_[p] = static_cast<uint8_t*>(buffers_.out);
+        continue;
+      }
+      Descriptor d;
+      std::memcpy(&d, slots[p], sizeof d);
+      const int owner = group().world_rank(static_cast<int>(p));
+      ins_[p] = d.in.present ? engine_.peer_arenas().resolve(owner, d.in, in_bytes(p)) : nullptr;
+      outs_[p] = d.out.present ? engine_.peer_arenas().resolve(owner, d.out, out_bytes(p)) : nullptr;
+    }
+    transfer();
+  }
+
+  static const uint64_t* extra_of(const uint8_t* slot) {
+    return reinterpret_cast<const uint64_t*>(slot + sizeof(Descriptor));
+  }
+
+  ShmEngine& engine_;
+  DirectBuffers buffers_;
+  DType dtype_;
+  size_t esize_;
+  size_t n_, me_;
+  std::vector<const uint8_t*> ins_;
+  std::vector<uint8_t*> outs_;
+};
+
+// Same-sized buffers on every rank: `in_elems` in, `out_elems` out (0: none).
+class SymmetricOp : public DirectOp {
+ public:
+  SymmetricOp(const CollectiveCall& c, const DirectBuffers& b, DType dtype, size_t in_elems,
+              size_t out_elems, int out_rank = -1)
+      : DirectOp(c, b, dtype), in_elems_(in_elems), out_elems_(out_elems), out_rank_(out_rank) {}
+
+ protected:
+  size_t in_bytes(size_t) const override { return in_elems_ * esize_; }
+  size_t out_bytes(size_t p) const override {
+    return out_rank_ < 0 || p == static_cast<size_t>(out_rank_) ? out_elems_ * esize_ : 0;
+  }
+  uint8_t* out_of(size_t p) const {
+    uint8_t* o = outs_[p];
+    if (o == nullptr && out_bytes(p) > 0) {
+      throw CommError(work()->info().describe() + ": rank " +
+                      std::to_string(group().world_rank(static_cast<int>(p))) +
+                      " has no output in the shared arena");
+    }
+    return o;
+  }
+
+  size_t in_elems_, out_elems_;
+  int out_rank_;  // the only rank with an output (rooted ops), -1: all
+};
+
+// Each rank reduces its slice of the N inputs, a cache-sized piece at a time,
+// into its own output and copies the piece into every peer's output while it is
+// still in cache.
+class DirectAllReduce final : public SymmetricOp {
+ public:
+  DirectAllReduce(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype,
+                  ReduceOp op)
+      : SymmetricOp(c, b, dtype, count, count), count_(count), op_(op), srcs_(n_) {}
+
+ protected:
+  void transfer() override {
+    Slice mine = slice_of(me_, n_, count_, esize_);
+    const size_t piece = std::max<size_t>(1, (256u << 10) / esize_);
+    const bool stream = count_ * esize_ >= kStreamingOutputBytes;
+    uint8_t* own = out_of(me_);
+    for (size_t at = 0; at < mine.len; at += piece) {
+      const size_t len = std::min(piece, mine.len - at);
+      const size_t off = (mine.begin + at) * esize_;
+      for (size_t p = 0; p < n_; ++p) srcs_[p] = ins_[p] + off;
+      reduce_n(own + off, reinterpret_cast<const void* const*>(srcs_.data()),
+               static_cast<int>(n_), len, dtype_, op_);
+      for (size_t p = 0; p < n_; ++p) {
+        if (p != me_) copy(out_of(p) + off, own + off, len * esize_, stream);
+      }
+    }
+  }
+
+ private:
+  size_t count_;
+  ReduceOp op_;
+  std::vector<const uint8_t*> srcs_;
+};
+
+// Each rank reduces its slice of the N inputs into the root's output.
+class DirectReduce final : public SymmetricOp {
+ public:
+  DirectReduce(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype,
+               ReduceOp op, int root)
+      : SymmetricOp(c, b, dtype, count, count, root), count_(count), op_(op), srcs_(n_) {}
+
+ protected:
+  void transfer() override {
+    Slice mine = slice_of(me_, n_, count_, esize_);
+    if (mine.len == 0) return;
+    const size_t off = mine.begin * esize_;
+    for (size_t p = 0; p < n_; ++p) srcs_[p] = ins_[p] + off;
+    reduce_n(out_of(static_cast<size_t>(out_rank_)) + off,
+             reinterpret_cast<const void* const*>(srcs_.data()), static_cast<int>(n_), mine.len,
+             dtype_, op_);
+  }
+
+ private:
+  size_t count_;
+  ReduceOp op_;
+  std::vector<const uint8_t*> srcs_;
+};
+
+class DirectBroadcast final : public SymmetricOp {
+ public:
+  DirectBroadcast(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype,
+                  int root)
+      : SymmetricOp(c, b, dtype, count, count), root_(static_cast<size_t>(root)) {}
+
+ protected:
+  void transfer() override {
+    const size_t bytes = in_elems_ * esize_;
+    copy(out_of(me_), ins_[root_], bytes, bytes >= kStreamingOutputBytes);
+  }
+
+ private:
+  size_t root_;
+};
+
+class DirectAllGather final : public SymmetricOp {
+ public:
+  DirectAllGather(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype)
+      : SymmetricOp(c, b, dtype, count, count * static_cast<size_t>(c.group->size())) {}
+
+ protected:
+  void transfer() override {
+    const size_t bytes = in_elems_ * esize_;
+    const bool stream = out_elems_ * esize_ >= kStreamingOutputBytes;
+    for (size_t p = 0; p < n_; ++p) copy(out_of(me_) + p * bytes, ins_[p], bytes, stream);
+  }
+};
+
+// Each rank writes its own piece into the root's output.
+class DirectGather final : public SymmetricOp {
+ public:
+  DirectGather(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype, int root)
+      : SymmetricOp(c, b, dtype, count, count * static_cast<size_t>(c.group->size()), root) {}
+
+ protected:
+  void transfer() override {
+    const size_t bytes = in_elems_ * esize_;
+    copy(out_of(static_cast<size_t>(out_rank_)) + me_ * bytes, ins_[me_], bytes,
+         bytes >= kStreamingOutputBytes);
+  }
+};
+
+class DirectReduceScatter final : public SymmetricOp {
+ public:
+  DirectReduceScatter(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype,
+                      ReduceOp op)
+      : SymmetricOp(c, b, dtype, count * static_cast<size_t>(c.group->size()), count),
+        count_(count),
+        op_(op),
+        srcs_(n_) {}
+
+ protected:
+  void transfer() override {
+    if (count_ == 0) return;
+    for (size_t p = 0; p < n_; ++p) srcs_[p] = ins_[p] + me_ * count_ * esize_;
+    reduce_n(out_of(me_), reinterpret_cast<const void* const*>(srcs_.data()), static_cast<int>(n_),
+             count_, dtype_, op_);
+  }
+
+ private:
+  size_t count_;
+  ReduceOp op_;
+  std::vector<const uint8_t*> srcs_;
+};
+
+class DirectScatter final : public SymmetricOp {
+ public:
+  DirectScatter(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype,
+                int root)
+      : SymmetricOp(c, b, dtype, count * static_cast<size_t>(c.group->size()), count),
+        count_(count),
+        root_(static_cast<size_t>(root)) {}
+
+ protected:
+  void transfer() override {
+    const size_t bytes = count_ * esize_;
+    copy(out_of(me_), ins_[root_] + me_ * bytes, bytes, bytes >= kStreamingOutputBytes);
+  }
+
+ private:
+  size_t count_;
+  size_t root_;
+};
+
+// Step 0 also carries every rank's counts, so the matrix is checked (as in the
+// staged all_to_all) before anyone touches a peer's buffer.
+class DirectAllToAll final : public DirectOp {
+ public:
+  DirectAllToAll(const CollectiveCall& c, const DirectBuffers& b, std::vector<size_t> send_counts,
+                 std::vector<size_t> recv_counts, DType dtype)
+      : DirectOp(c, b, dtype), send_(std::move(send_counts)), recv_(std::move(recv_counts)) {}
+
+ protected:
+  // A peer's buffer sizes come from its counts (read_extra runs first).
+  size_t in_bytes(size_t p) const override { return total_of(peer_send_[p]) * esize_; }
+  size_t out_bytes(size_t p) const override { return total_of(peer_recv_[p]) * esize_; }
+
+  void publish_extra(uint8_t* extra) override {
+    auto* words = reinterpret_cast<uint64_t*>(extra);
+    for (size_t j = 0; j < n_; ++j) {
+      words[j] = send_[j];
+      words[n_ + j] = recv_[j];
+    }
+  }
+
+  void read_extra(const std::vector<const uint8_t*>& slots) override {
+    std::vector<const uint64_t*> counts(n_);
+    for (size_t p = 0; p < n_; ++p) counts[p] = extra_of(slots[p]);
+    check_all_to_all_counts(group(), work()->info(), counts);
+    peer_send_.assign(n_, {});
+    peer_recv_.assign(n_, {});
+    for (size_t p = 0; p < n_; ++p) {
+      peer_send_[p].assign(counts[p], counts[p] + n_);
+      peer_recv_[p].assign(counts[p] + n_, counts[p] + 2 * n_);
+    }
+  }
+
+  // Pulls from every rank the piece it sends here, into place in this output.
+  void transfer() override {
+    size_t at = 0;
+    for (size_t p = 0; p < n_; ++p) {
+      const size_t bytes = recv_[p] * esize_;
+      size_t from = 0;  // where rank p's piece for this rank starts in its input
+      for (size_t j = 0; j < me_; ++j) from += peer_send_[p][j];
+      copy(outs_[me_] + at, ins_[p] + from * esize_, bytes, false);
+      at += bytes;
+    }
+  }
+
+ private:
+  static size_t total_of(const std::vector<uint64_t>& v) {
+    size_t t = 0;
+    for (uint64_t x : v) t += x;
+    return t;
+  }
+
+  std::vector<size_t> send_, recv_;
+  std::vector<std::vector<uint64_t>> peer_send_, peer_recv_;
+};
+
+}  // namespace
+
+std::unique_ptr<OpState> make_direct_all_reduce(CollectiveCall c, DirectBuffers b, size_t count,
+                                                DType dtype, ReduceOp op) {
+  return std::make_unique<DirectAllReduce>(c, b, count, dtype, op);
+}
+std::unique_ptr<OpState> make_direct_reduce(CollectiveCall c, DirectBuffers b, size_t count,
+                                            DType dtype, ReduceOp op, int root) {
+  return std::make_unique<DirectReduce>(c, b, count, dtype, op, root);
+}
+std::unique_ptr<OpState> make_direct_broadcast(CollectiveCall c, DirectBuffers b, size_t count,
+                                               DType dtype, int root) {
+  return std::make_unique<DirectBroadcast>(c, b, count, dtype, root);
+}
+std::unique_ptr<OpState> make_direct_all_gather(CollectiveCall c, DirectBuffers b, size_t count,
+                                                DType dtype) {
+  return std::make_unique<DirectAllGather>(c, b, count, dtype);
+}
+std::unique_ptr<OpState> make_direct_gather(CollectiveCall c, DirectBuffers b, size_t count,
+                                            DType dtype, int root) {
+  return std::make_unique<DirectGather>(c, b, count, dtype, root);
+}
+std::unique_ptr<OpState> make_direct_reduce_scatter(CollectiveCall c, DirectBuffers b,
+                                                    size_t count, DType dtype, ReduceOp op) {
+  return std::make_unique<DirectReduceScatter>(c, b, count, dtype, op);
+}
+std::unique_ptr<OpState> make_direct_scatter(CollectiveCall c, DirectBuffers b, size_t count,
+                                             DType dtype, int root) {
+  return std::make_unique<DirectScatter>(c, b, count, dtype, root);
+}
+std::unique_ptr<OpState> make_direct_all_to_all(CollectiveCall c, DirectBuffers b,
+                                                std::vector<size_t> send_counts,
+                                                std::vector<size_t> recv_counts, DType dtype) {
+  return std::make_unique<DirectAllToAll>(c, b, std::move(send_counts), std::move(recv_counts),
+                                          dtype);
+}
+
+}  // namespace collie::detail

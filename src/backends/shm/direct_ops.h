@@ -1,0 +1,62 @@
+// Single-copy collectives on tensors in the shared arena (arena.h).
+//
+// When every rank's input and output live in the arena (collie::empty_shared),
+// a collective needs no staging: in step 0 each rank publishes where its buffers
+// are, then reads its peers' inputs and writes its peers' outputs directly; step
+// 1 only waits until every peer is done with this rank's buffers, so that none of
+// them is reused or freed while a peer still touches it. Two steps whatever the
+// size, and each byte is copied once (the staged path copies it in, then out).
+//
+// The work is split so that every rank does 1/N of it where that is possible:
+// all_reduce (each rank reduces one slice of the N inputs and writes it into all
+// N outputs), reduce (each reduces one slice into the root's output) and gather
+// (each writes its own piece into the root's output). The others pull what their
+// own output needs. Reductions read the inputs in group-rank order, so results
+// are bitwise identical to the staged path's.
+//
+// A rank with shared tensors marks the call in its fingerprint, so if another
+// rank passed private memory for the same call, every rank fails with a message
+// naming who did what (like a dtype mismatch) instead of mixing protocols.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/shm/arena.h"
+#include "backends/shm/collectives.h"
+
+namespace collie::detail {
+
+// Calls smaller than this (bytes per rank) take the staged path even on shared
+// tensors: one step beats two when the copies are tiny. Not applied to
+// all_to_all, whose sizes differ per rank.
+inline constexpr size_t kDirectMinBytes = 16u << 10;
+
+// This rank's input and output in the arena (out.present == 0 where the rank has
+// no output, e.g. a non-root of reduce).
+struct DirectBuffers {
+  const void* in;
+  ArenaRef in_ref;
+  void* out;
+  ArenaRef out_ref;
+};
+
+std::unique_ptr<OpState> make_direct_all_reduce(CollectiveCall c, DirectBuffers b, size_t count,
+                                                DType dtype, ReduceOp op);
+std::unique_ptr<OpState> make_direct_reduce(CollectiveCall c, DirectBuffers b, size_t count,
+                                            DType dtype, ReduceOp op, int root);
+std::unique_ptr<OpState> make_direct_broadcast(CollectiveCall c, DirectBuffers b, size_t count,
+                                               DType dtype, int root);
+std::unique_ptr<OpState> make_direct_all_gather(CollectiveCall c, DirectBuffers b, size_t count,
+                                                DType dtype);
+std::unique_ptr<OpState> make_direct_gather(CollectiveCall c, DirectBuffers b, size_t count,
+                                            DType dtype, int root);
+std::unique_ptr<OpState> make_direct_reduce_scatter(CollectiveCall c, DirectBuffers b,
+                                                    size_t count, DType dtype, ReduceOp op);
+std::unique_ptr<OpState> make_direct_scatter(CollectiveCall c, DirectBuffers b, size_t count,
+                                             DType dtype, int root);
+std::unique_ptr<OpState> make_direct_all_to_all(CollectiveCall c, DirectBuffers b,
+                                                std::vector<size_t> send_counts,
+                                                std::vector<size_t> recv_counts, DType dtype);
+
+}  // namespace collie::detail

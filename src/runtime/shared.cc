@@ -1,0 +1,40 @@
+// empty_shared / is_shared (collie/shared.h) and the api's output allocation.
+#include "collie/shared.h"
+
+#include "backends/shm/arena.h"
+#include "collie/errors.h"
+#include "runtime/runtime_state.h"
+#include "runtime/shared_output.h"
+
+namespace collie {
+
+Tensor empty_shared(const Shape& shape, DType dtype) {
+  // Checked like a shape of Tensor::uninitialized (negative sizes → ValueError).
+  const int64_t numel = shape_numel(shape);
+  {
+    auto& st = detail::runtime_state();
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (!st.initialized) {
+      throw RuntimeError("empty_shared: collie is not initialised; call init() first");
+    }
+    if (st.backend != "shm") return Tensor::uninitialized(shape, dtype);
+  }
+  const size_t nbytes = static_cast<size_t>(numel) * element_size(dtype);
+  auto [ptr, deleter] = detail::SharedArena::instance().allocate(nbytes);
+  return Tensor::from_blob(ptr, shape, dtype, {}, std::move(deleter));
+}
+
+bool is_shared(const Tensor& t) {
+  if (!t.is_contiguous()) return false;
+  return detail::SharedArena::instance().locate(t.data_ptr(), t.nbytes()).present != 0;
+}
+
+namespace detail {
+
+Tensor new_output(const Tensor& input, const Shape& shape, DType dtype) {
+  if (is_shared(input)) return empty_shared(shape, dtype);
+  return Tensor::uninitialized(shape, dtype);
+}
+
+}  // namespace detail
+}  // namespace collie

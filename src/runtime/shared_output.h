@@ -1,0 +1,12 @@
+// How the api allocates an operation's output: in the shared arena when the
+// input is there (so the call can take the single-copy path and its result can
+// feed the next one), else in ordinary memory.
+#pragma once
+
+#include "collie/tensor.h"
+
+namespace collie::detail {
+
+Tensor new_output(const Tensor& input, const Shape& shape, DType dtype);
+
+}  // namespace collie::detail
