@@ -18,7 +18,8 @@ Run it with ``collie run -n 4 /usr/bin/python3 script.py`` (the launcher makes t
 package importable for its ranks).
 
 Contents: management functions (init, release, get_rank, get_group_size, groups ...),
-GlobalComm, the world-group names, ReduceOp, collie.comm_func (the operations and
+GlobalComm, the world-group names, ReduceOp, empty_shared/is_shared (arrays in shared
+memory for single-copy collectives), collie.comm_func (the operations and
 CommHandle), the exceptions (CommError, ...), dtype aliases for recv_dtype
 (collie.float32, collie.bfloat16, ...) and collie.Tensor (for bfloat16 data).
 """
@@ -33,6 +34,7 @@ from collie.management import (COLLIE_WORLD_COMM_GROUP, HCCL_WORLD_COMM_GROUP, M
                                get_local_rank_size, get_process_group_ranks, get_rank,
                                get_world_rank_from_group_rank, init, release)
 from collie.ops import ReduceOp
+from collie.shared import empty_shared, is_shared
 from collie import comm_func  # noqa: E402 - after management, which it imports
 from collie import autograd  # noqa: E402 - collie.autograd: gradient rules (get_bprop, rule_table)
 
@@ -61,6 +63,8 @@ __all__ = [
     "MCCL_WORLD_COMM_GROUP",
     "COLLIE_WORLD_COMM_GROUP",
     "ReduceOp",
+    "empty_shared",
+    "is_shared",
     "comm_func",
     "CommError",
     "InitError",

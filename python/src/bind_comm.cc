@@ -242,8 +242,20 @@ void bind_all_to_all(py::module_& m) {
 
 }  // namespace
 
+// empty_shared / is_shared (collie/shared.h): arrays in the shared arena. The
+// result is a numpy array over the arena block (freed when the array is).
+void bind_shared(py::module_& m) {
+  m.def("empty_shared", [](py::handle shape, py::handle dtype) {
+    Shape s = to_shape(shape);
+    collie::DType dt = to_dtype(dtype);
+    return to_python(nogil([&] { return collie::empty_shared(s, dt); }));
+  });
+  m.def("is_shared", [](py::handle x) { return is_tensor_like(x) && collie::is_shared(to_tensor(x)); });
+}
+
 void bind_comm(py::module_& m) {
   bind_runtime(m);
+  bind_shared(m);
   bind_handle(m);
   bind_collectives(m);
   bind_p2p(m);

@@ -138,6 +138,7 @@ def test_rank_queries_before_init_read_the_environment(uninit, monkeypatch):
     lambda: cf.barrier(),
     lambda: cf.send(np.ones(2), 0),
     lambda: cf.batch_isend_irecv([cf.P2POp("isend", np.ones(2), 0)]),
+    lambda: collie.empty_shared([2]),
 ])
 def test_needs_init(uninit, call):
     with pytest.raises(RuntimeError, match="init"):
@@ -391,6 +392,17 @@ def test_results_in_a_world_of_one(world):
     assert res[0].dtype == np.int16 and res[0].tolist() == [7, 8]
     assert res[1].shape == () and res[1].dtype == np.float32 and float(res[1]) == 0.0
     assert res[2].tolist() == [9]
+
+
+def test_shared_arrays_in_a_world_of_one(world):
+    x = collie.empty_shared([4, 5000], np.float64)
+    x[...] = np.arange(20000.0).reshape(4, 5000)
+    assert collie.is_shared(x) and not collie.is_shared(np.ones(3))
+    y, _ = cf.all_reduce(x)
+    assert collie.is_shared(y)
+    np.testing.assert_array_equal(y, x)
+    z, _ = cf.reduce_scatter_tensor(x)
+    np.testing.assert_array_equal(z, x)
 
 
 def test_async_returns_handles(world):

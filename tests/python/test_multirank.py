@@ -30,6 +30,12 @@ def test_operations(run_ranks, n):
     assert_workers_ok(run_ranks(n, WORKERS / "worker_ops.py"), n)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_shared_arrays(run_ranks, n):
+    """collie.empty_shared arrays through every collective (the single-copy path)."""
+    assert_workers_ok(run_ranks(n, WORKERS / "worker_shared.py"), n)
+
+
 def test_communication_failures(run_ranks):
     """TimeoutError, CommError (mismatched ops, mismatched p2p sizes) from C++ to Python."""
     assert_workers_ok(run_ranks(2, WORKERS / "worker_failures.py"), 2)
