@@ -60,7 +60,7 @@ WorkPtr launch(detail::Group& g, const Tensor& in, std::vector<size_t> send, con
                std::vector<size_t> recv, bool blocking) {
   // Counts differ per rank, so the fingerprint carries none (step 0 checks them).
   detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0, ReduceOp::SUM, -1, blocking);
-  return g.submit(info, {in, out}, [&](Backend& b, const WorkPtr& w) {
+  return g.submit(info, {&in, &out}, [&](Backend& b, const WorkPtr& w) {
     b.all_to_all(w, in.data_ptr(), send, out.data_ptr(), recv, in.dtype());
   });
 }
@@ -134,7 +134,8 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
     send[i] = static_cast<size_t>(in_split[i] * in_row);
     recv[i] = static_cast<size_t>(out_split[i] * out_row);
   }
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, output_shape, tensor.dtype());
   return detail::finish(out, launch(*g, in, send, out, recv, !async_op), async_op);
 }
@@ -184,7 +185,8 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
                      ") and receives " + std::to_string(rows_out) + " rows (output has " +
                      std::to_string(have_out) + ")");
   }
-  Tensor in = input.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(input, in_copy);
   WorkPtr w = launch(*g, in, send, output, recv, !async_op);
   if (!async_op) {
     w->wait();

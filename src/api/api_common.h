@@ -33,6 +33,15 @@ inline std::pair<Tensor, CommHandle> finish(Tensor out, const WorkPtr& work, boo
   return {std::move(out), CommHandle()};
 }
 
+// `t` itself when its elements are contiguous (a view at an offset included),
+// else a contiguous copy made in `copy`. Saves the Tensor copy contiguous() makes
+// on every call, and keeps views of shared tensors shared.
+inline const Tensor& contiguous_ref(const Tensor& t, Tensor& copy) {
+  if (t.is_contiguous()) return t;
+  copy = t.contiguous();
+  return copy;
+}
+
 inline std::string shape_str(const Tensor& t) { return shape_to_string(t.shape()); }
 
 // Shape with dim 0 replaced.

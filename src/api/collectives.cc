@@ -17,10 +17,11 @@ using detail::to_group_rank;
 std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std::string_view group,
                                          bool async_op) {
   auto g = lookup_for_op(group, "all_reduce");
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, tensor.shape(), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::AllReduce, in, n, op, -1, !async_op), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::AllReduce, in, n, op, -1, !async_op), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.all_reduce(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
                         });
@@ -30,12 +31,13 @@ std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std:
 std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::string_view group,
                                                      bool async_op) {
   auto g = lookup_for_op(group, "all_gather_into_tensor");
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
   Tensor out =
       detail::new_output(in, detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::AllGather, in, n, ReduceOp::SUM, -1, !async_op), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::AllGather, in, n, ReduceOp::SUM, -1, !async_op), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.all_gather(work, in.data_ptr(), out.data_ptr(), n, in.dtype());
                         });
@@ -54,11 +56,12 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
         "divided by 'rank_size', but got input_shape[0]: " +
         std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
   }
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(
       in, detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
-  WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op, -1, !async_op), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op, -1, !async_op), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.reduce_scatter(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
                         });
@@ -69,12 +72,13 @@ Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group
   auto g = lookup_for_op(group, "reduce");
   int root = to_group_rank(*g, dst, "reduce", "dst");
   bool is_root = g->rank() == root;
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   // comm_func.reduce gives non-destination ranks a shape-[1] placeholder.
   Tensor out = is_root ? detail::new_output(in, tensor.shape(), tensor.dtype())
                        : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root, true), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.reduce(work, in.data_ptr(), is_root ? out.data_ptr() : nullptr, n,
                                    in.dtype(), op, root);
@@ -85,10 +89,11 @@ Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group
 Tensor broadcast(const Tensor& tensor, int src, std::string_view group) {
   auto g = lookup_for_op(group, "broadcast");
   int root = to_group_rank(*g, src, "broadcast", "src");
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, tensor.shape(), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::Broadcast, in, n, ReduceOp::SUM, root, true), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::Broadcast, in, n, ReduceOp::SUM, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.broadcast(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), root);
                         });
@@ -99,13 +104,14 @@ Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group)
   auto g = lookup_for_op(group, "gather_into_tensor");
   int root = to_group_rank(*g, dst, "gather_into_tensor", "dst");
   bool is_root = g->rank() == root;
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
   Tensor out = is_root ? detail::new_output(
                              in, detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype())
                        : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
-  WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root, true), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.gather(work, in.data_ptr(), is_root ? out.data_ptr() : nullptr, n,
                                    in.dtype(), root);
@@ -123,11 +129,12 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
         "'rank_size', but got input_shape[0]: " +
         std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
   }
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(
       in, detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
-  WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root, true), {in, out},
+  WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
                           b.scatter(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), root);
                         });

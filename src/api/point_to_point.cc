@@ -39,9 +39,10 @@ WorkPtr start_send(const Tensor& tensor, int dst, std::string_view group, int ta
                    bool blocking) {
   auto g = detail::lookup_for_op(group, op);
   int peer = peer_rank(*g, dst, op, "dst");
-  Tensor in = tensor.contiguous();
+  Tensor in_copy;
+  const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   return g->submit(
-      p2p_info(OpKind::Send, in, peer, tag, blocking), {in}, [&](Backend& b, const WorkPtr& w) {
+      p2p_info(OpKind::Send, in, peer, tag, blocking), {&in}, [&](Backend& b, const WorkPtr& w) {
         b.send(w, in.data_ptr(), static_cast<size_t>(in.numel()), in.dtype(), peer, tag);
       });
 }
@@ -53,7 +54,7 @@ std::pair<Tensor, WorkPtr> start_recv(const Shape& shape, DType dtype, int src,
   int peer = peer_rank(*g, src, op, "src");
   Tensor out = Tensor::uninitialized(shape, dtype);
   WorkPtr w =
-      g->submit(p2p_info(OpKind::Recv, out, peer, tag, blocking), {out},
+      g->submit(p2p_info(OpKind::Recv, out, peer, tag, blocking), {&out},
                 [&](Backend& b, const WorkPtr& work) {
                   b.recv(work, out.data_ptr(), static_cast<size_t>(out.numel()), dtype, peer, tag);
                 });

@@ -22,15 +22,15 @@ int Group::group_rank_of(int world_rank) const {
   return it == world_ranks_.end() ? -1 : static_cast<int>(it - world_ranks_.begin());
 }
 
-WorkPtr Group::submit(OpInfo info, const std::vector<Tensor>& keep_alive,
-                      const std::function<void(Backend&, const WorkPtr&)>& launch) {
+WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
+                      FunctionRef<void(Backend&, const WorkPtr&)> launch) {
   std::lock_guard<std::mutex> lock(submit_mu_);
   info.group = name_;
   info.seq = next_seq_++;
   recorder_->issued(info);
   auto work = std::make_shared<Work>(std::move(info));
   work->set_recorder(recorder_);
-  for (const Tensor& t : keep_alive) work->keep_alive(t);
+  for (const Tensor* t : keep_alive) work->keep_alive(*t);
   launch(*backend_, work);
   return work;
 }

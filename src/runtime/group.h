@@ -8,7 +8,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +16,7 @@
 
 #include "backends/backend.h"
 #include "runtime/flight_recorder.h"
+#include "runtime/function_ref.h"
 #include "runtime/work.h"
 
 namespace collie::detail {
@@ -36,9 +37,10 @@ class Group {
   // Group rank of a world rank, -1 if not a member.
   int group_rank_of(int world_rank) const;
 
-  // The choke point. `launch` is called with the backend and the new Work.
-  WorkPtr submit(OpInfo info, const std::vector<Tensor>& keep_alive,
-                 const std::function<void(Backend&, const WorkPtr&)>& launch);
+  // The choke point. `launch` is called with the backend and the new Work, which
+  // keeps the storage of the `keep_alive` tensors alive until it is destroyed.
+  WorkPtr submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
+                 FunctionRef<void(Backend&, const WorkPtr&)> launch);
 
   // Waits until every operation issued on this group has finished.
   void drain();

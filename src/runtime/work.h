@@ -38,8 +38,14 @@ class Work {
 
   const detail::OpInfo& info() const { return info_; }
 
-  // Keeps `t`'s storage alive until the work is destroyed.
-  void keep_alive(const Tensor& t) { keep_alive_.push_back(t); }
+  // Keeps `t`'s storage alive until the work is destroyed. The first two (an
+  // input and an output: every operation) are kept without allocating.
+  void keep_alive(const Tensor& t) {
+    if (kept_ < 2)
+      kept_inline_[kept_++] = t.storage();
+    else
+      kept_more_.push_back(t.storage());
+  }
 
   // Where completion is recorded (set by the choke point).
   void set_recorder(std::shared_ptr<detail::FlightRecorder> recorder) {
@@ -59,7 +65,9 @@ class Work {
 
  private:
   detail::OpInfo info_;
-  std::vector<Tensor> keep_alive_;
+  std::shared_ptr<Storage> kept_inline_[2];
+  int kept_ = 0;
+  std::vector<std::shared_ptr<Storage>> kept_more_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;

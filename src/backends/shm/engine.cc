@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "backends/shm/coarse_clock.h"
 #include "backends/shm/futex.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
@@ -30,6 +31,7 @@ constexpr auto kStallCheckInterval = std::chrono::milliseconds(5);
 // deadlines and peers checked); idle engines sleep longer.
 constexpr int64_t kBusySleepNs = 20'000'000;
 constexpr int64_t kIdleSleepNs = 500'000'000;
+constexpr unsigned kIdlePassesPerStallCheck = 32;
 
 }  // namespace
 
@@ -37,7 +39,7 @@ ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
     : world_(std::move(world)),
       p2p_(
           *world_, [this](int r) { ring(r); },
-          [this] { pending_.fetch_sub(1, std::memory_order_acq_rel); }),
+          [this](bool blocking) { finished_one(blocking); }),
       peer_arenas_(world_->config().job_id) {
   // Spinning only pays when every rank has a core to itself; on an oversubscribed
   // machine it steals the time the peer needs to make progress.
@@ -74,11 +76,21 @@ void ShmEngine::ring_peers(const ShmGroup& group) const {
   }
 }
 
+void ShmEngine::submitted_one(bool blocking) {
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  if (!blocking) pending_async_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void ShmEngine::finished_one(bool blocking) {
+  if (!blocking) pending_async_.fetch_sub(1, std::memory_order_acq_rel);
+  pending_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
 void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
   // A blocking call's thread will drive the operation itself: no need to wake
   // the progress thread.
   bool wake = !op->work()->info().blocking;
-  pending_.fetch_add(1, std::memory_order_acq_rel);
+  submitted_one(!wake);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.collectives.emplace_back(group, std::move(op));
@@ -88,7 +100,7 @@ void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
 
 void ShmEngine::submit_send(SendRequest request) {
   bool wake = !request.work->info().blocking;
-  pending_.fetch_add(1, std::memory_order_acq_rel);
+  submitted_one(!wake);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.sends.push_back(std::move(request));
@@ -98,7 +110,7 @@ void ShmEngine::submit_send(SendRequest request) {
 
 void ShmEngine::submit_recv(RecvRequest request) {
   bool wake = !request.work->info().blocking;
-  pending_.fetch_add(1, std::memory_order_acq_rel);
+  submitted_one(!wake);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.recvs.push_back(std::move(request));
@@ -152,9 +164,11 @@ void ShmEngine::shutdown() {
 }
 
 bool ShmEngine::take_inbox() {
-  std::vector<std::pair<ShmGroup*, std::unique_ptr<OpState>>> collectives;
-  std::vector<SendRequest> sends;
-  std::vector<RecvRequest> recvs;
+  // Swapped with the inbox's vectors and emptied again below, so that both keep
+  // their capacity: no allocation per operation once warm.
+  auto& collectives = taken_.collectives;
+  auto& sends = taken_.sends;
+  auto& recvs = taken_.recvs;
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     if (!inbox_.detach.empty()) {
@@ -170,7 +184,7 @@ bool ShmEngine::take_inbox() {
     // sees an operation in neither place.
     for (auto& [group, op] : collectives) group->queue_size.fetch_add(1, std::memory_order_acq_rel);
   }
-  auto now = Clock::now();
+  auto now = coarse_now();
   for (auto& [group, op] : collectives) {
     if (std::find(groups_.begin(), groups_.end(), group) == groups_.end()) groups_.push_back(group);
     op->last_progress = now;
@@ -178,15 +192,19 @@ bool ShmEngine::take_inbox() {
   }
   for (auto& s : sends) p2p_.add_send(std::move(s));
   for (auto& r : recvs) p2p_.add_recv(std::move(r));
+  collectives.clear();
+  sends.clear();
+  recvs.clear();
   return true;
 }
 
 void ShmEngine::finish(OpState& op, std::exception_ptr error) {
+  const bool blocking = op.work()->info().blocking;
   if (error)
     op.work()->fail(error);
   else
     op.work()->complete();
-  pending_.fetch_sub(1, std::memory_order_acq_rel);
+  finished_one(blocking);
 }
 
 void ShmEngine::fail_group(ShmGroup& group, std::exception_ptr error) {
@@ -231,14 +249,14 @@ bool ShmEngine::advance_group(ShmGroup& group) {
     if (p == Progress::Blocked) break;
     moved = true;
     if (p == Progress::Advanced) {
-      op.last_progress = Clock::now();
+      op.last_progress = coarse_now();
       continue;
     }
     std::unique_ptr<OpState> done = std::move(group.queue.front());
     group.queue.pop_front();
     group.queue_size.fetch_sub(1, std::memory_order_acq_rel);
     finish(*done, nullptr);
-    if (!group.queue.empty()) group.queue.front()->last_progress = Clock::now();
+    if (!group.queue.empty()) group.queue.front()->last_progress = coarse_now();
   }
   return moved;
 }
@@ -289,10 +307,14 @@ void ShmEngine::check_stalls(Clock::time_point now) {
   p2p_.check_stalls(now, liveness_due);
 }
 
-bool ShmEngine::locked_pass() {
+bool ShmEngine::locked_pass(bool check_stalls_now) {
   std::lock_guard<std::mutex> lock(progress_mu_);
   bool moved = pass();
-  if (!moved) check_stalls(Clock::now());
+  // Deadlines are seconds long: a spinning waiter reads the clock for them only
+  // every kIdlePassesPerStallCheck idle passes (a reading costs as much as a pass).
+  if (!moved && (check_stalls_now || ++idle_passes_ % kIdlePassesPerStallCheck == 0)) {
+    check_stalls(Clock::now());
+  }
   return moved;
 }
 
@@ -301,24 +323,26 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, int64_t timeout_ns) 
   Doorbell& bell = my_doorbell();
   uint32_t seen = bell.prepare_wait(idle);
   // The pass after prepare_wait closes the race with a peer ringing just before.
-  if (!locked_pass() && !done()) bell.wait(seen, timeout_ns);
+  if (!locked_pass(/*check_stalls_now=*/true) && !done()) bell.wait(seen, timeout_ns);
   bell.finish_wait(idle);
 }
 
 void ShmEngine::drive(const Work& work) {
   drivers_.fetch_add(1, std::memory_order_acq_rel);
   auto spin_start = Clock::now();
-  unsigned spins = 0;
+  unsigned spins = 0;  // idle passes since the last progress
   while (!work.is_completed()) {
-    if (locked_pass()) {
-      spin_start = Clock::now();
+    if (locked_pass(false)) {
+      spins = 0;
       continue;
     }
     if (work.is_completed()) break;
-    if (Clock::now() - spin_start < spin_budget_) {
+    // The clock is read when spinning starts and then every 16th pass.
+    if (spins == 0) spin_start = Clock::now();
+    if (spins++ % 16 != 0 || Clock::now() - spin_start < spin_budget_) {
       // Yield now and then: if another process shares this core (a loaded
       // machine), the peer we wait for may be the one waiting for the CPU.
-      if (++spins % yield_every_ == 0) {
+      if (spins % yield_every_ == 0) {
         sched_yield();
       } else {
         COLLIE_CPU_RELAX();
@@ -326,12 +350,14 @@ void ShmEngine::drive(const Work& work) {
       continue;
     }
     sleep_unless_progress([&] { return work.is_completed(); }, /*idle=*/false, kBusySleepNs);
-    spin_start = Clock::now();
+    spins = 0;
   }
-  // The progress thread is needed again only for operations still in flight; with
-  // none, let it sleep on (it looks again within kBusySleepNs anyway).
+  // The progress thread is needed again only for asynchronous operations still in
+  // flight: blocking ones are driven by their callers (batch_isend_irecv waits for
+  // its transfers one after the other; waking the thread between them costs two
+  // context switches per call). It looks again within kBusySleepNs anyway.
   if (drivers_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-      pending_.load(std::memory_order_acquire) != 0) {
+      pending_async_.load(std::memory_order_acquire) != 0) {
     futex_wake(&drivers_, 1);
   }
 }
@@ -345,12 +371,14 @@ void ShmEngine::run() {
       futex_wait(&drivers_, drivers, kBusySleepNs);
       continue;
     }
-    if (locked_pass()) {
+    if (locked_pass(false)) {
       spin_start = Clock::now();
       continue;
     }
-    bool idle = pending_.load(std::memory_order_acquire) == 0;
-    if (stop_.load() && idle) return;
+    // Blocking operations are their callers' to drive: with only those in flight
+    // this thread sleeps as if idle (it still drains incoming p2p bytes).
+    bool idle = pending_async_.load(std::memory_order_acquire) == 0;
+    if (stop_.load() && pending_.load(std::memory_order_acquire) == 0) return;
     if (!idle && Clock::now() - spin_start < spin_budget_) {
       COLLIE_CPU_RELAX();
       continue;

@@ -77,8 +77,10 @@ class ShmEngine final : public ProgressDriver {
   P2PMatcher p2p_;
   PeerArenas peer_arenas_;
   Inbox inbox_;
+  Inbox taken_;  // what the last pass took from inbox_ (progress lock held)
   std::vector<ShmGroup*> groups_;  // progress thread only
   std::atomic<uint64_t> pending_{0};  // operations submitted and not yet finished
+  std::atomic<uint64_t> pending_async_{0};  // those of them no caller drives (async)
   std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled
   std::atomic<bool> stop_{false};
   std::mutex progress_mu_;            // held for every pass, by whichever thread runs it
@@ -87,11 +89,14 @@ class ShmEngine final : public ProgressDriver {
   unsigned yield_every_ = 32;                // polls between sched_yield() while spinning
   std::chrono::steady_clock::time_point last_liveness_check_;
   std::chrono::steady_clock::time_point last_stall_check_;
+  unsigned idle_passes_ = 0;  // under progress_mu_
   std::thread thread_;
 
   void run();
+  void submitted_one(bool blocking);
+  void finished_one(bool blocking);
   bool pass();
-  bool locked_pass();
+  bool locked_pass(bool check_stalls_now);
   // Sleeps on the doorbell unless a last pass moves something or `done()` holds.
   template <typename Done>
   void sleep_unless_progress(Done done, bool idle, int64_t timeout_ns);

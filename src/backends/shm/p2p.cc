@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/shm/coarse_clock.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
 
@@ -34,7 +35,7 @@ double seconds_since(std::chrono::steady_clock::time_point t,
 }  // namespace
 
 P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
-                       std::function<void()> finished)
+                       std::function<void(bool)> finished)
     : world_(world),
       ring_(std::move(ring)),
       finished_(std::move(finished)),
@@ -46,11 +47,12 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
       incoming_(static_cast<size_t>(world.size())) {}
 
 void P2PMatcher::complete(const WorkPtr& work, std::exception_ptr error) {
+  const bool blocking = work->info().blocking;
   if (error)
     work->fail(error);
   else
     work->complete();
-  finished_();
+  finished_(blocking);
 }
 
 bool P2PMatcher::matches(const MessageHeader& h, const RecvRequest& r) {
@@ -77,7 +79,7 @@ void P2PMatcher::add_send(SendRequest request) {
                                std::to_string(dst) + " broke in an earlier failed send")));
     return;
   }
-  sends_[static_cast<size_t>(dst)].push_back(Send{std::move(request), false, 0, Clock::now()});
+  sends_[static_cast<size_t>(dst)].push_back(Send{std::move(request), false, 0, coarse_now()});
 }
 
 void P2PMatcher::add_recv(RecvRequest request) {
@@ -87,7 +89,7 @@ void P2PMatcher::add_recv(RecvRequest request) {
                                std::to_string(request.src) + " broke earlier (corrupt data)")));
     return;
   }
-  Recv recv{std::move(request), Clock::now()};
+  Recv recv{std::move(request), coarse_now()};
   auto& list = unexpected_[static_cast<size_t>(recv.req.src)];
   for (auto it = list.begin(); it != list.end(); ++it) {
     if (it->claimant || !matches(it->header, recv.req)) continue;
@@ -156,7 +158,7 @@ bool P2PMatcher::advance_sends(int dst) {
   }
   if (moved) {
     ctl.head.store(head, std::memory_order_release);
-    if (!queue.empty()) queue.front().last_progress = Clock::now();
+    if (!queue.empty()) queue.front().last_progress = coarse_now();
     ring_(dst);
   }
   return moved;
@@ -272,7 +274,7 @@ bool P2PMatcher::advance_incoming(int src) {
       in.remaining -= n;
       moved = true;
       if (in.unexpected != nullptr) in.unexpected->received += n;
-      if (in.recv) in.recv->last_progress = Clock::now();
+      if (in.recv) in.recv->last_progress = coarse_now();
     }
     if (in.remaining > 0) break;
     // Message complete.

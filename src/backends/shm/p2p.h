@@ -51,9 +51,9 @@ struct RecvRequest {
 
 class P2PMatcher {
  public:
-  // `ring(world_rank)` rings that rank's doorbell; `finished()` is called once per
-  // request that completed or failed.
-  P2PMatcher(ShmGroup& world, std::function<void(int)> ring, std::function<void()> finished);
+  // `ring(world_rank)` rings that rank's doorbell; `finished(blocking)` is called
+  // once per request that completed or failed (with its OpInfo::blocking).
+  P2PMatcher(ShmGroup& world, std::function<void(int)> ring, std::function<void(bool)> finished);
 
   void add_send(SendRequest request);
   void add_recv(RecvRequest request);
@@ -93,7 +93,7 @@ class P2PMatcher {
 
   ShmGroup& world_;
   std::function<void(int)> ring_;
-  std::function<void()> finished_;
+  std::function<void(bool)> finished_;
   std::vector<std::deque<Send>> sends_;            // by destination
   std::vector<bool> channel_broken_;               // by destination
   std::vector<bool> source_broken_;                // by source: its stream was corrupt

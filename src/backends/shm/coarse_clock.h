@@ -1,0 +1,24 @@
+// coarse_now(): steady_clock's time at tick resolution (a few ms), for progress
+// timestamps that only feed deadlines measured in seconds.
+//
+// The engine stamps an operation's last progress after every step; reading the
+// precise clock each time cost ~15 % of an 8-byte all_reduce. CLOCK_MONOTONIC_COARSE
+// is the same clock as steady_clock's CLOCK_MONOTONIC (Linux), read without the
+// timestamp counter, so both kinds of reading compare meaningfully.
+#pragma once
+
+#include <time.h>
+
+#include <chrono>
+
+namespace collie::detail {
+
+inline std::chrono::steady_clock::time_point coarse_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)));
+}
+
+}  // namespace collie::detail
