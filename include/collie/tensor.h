@@ -152,6 +152,9 @@ class Tensor {
   Shape strides_;
   int64_t offset_ = 0;
 
+  // A tensor whose members the caller sets (no default shape allocated first).
+  struct Bare {};
+  explicit Tensor(Bare) {}
   int64_t element_offset(std::initializer_list<int64_t> index) const;
 };
 

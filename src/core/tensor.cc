@@ -111,7 +111,7 @@ Tensor::Tensor() : shape_{0}, strides_{1} {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   check_shape(shape);
-  Tensor t;
+  Tensor t{Bare{}};
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
@@ -122,7 +122,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 
 Tensor Tensor::uninitialized(const Shape& shape, DType dtype) {
   check_shape(shape);
-  Tensor t;
+  Tensor t{Bare{}};
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
@@ -182,7 +182,7 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, const Shap
     throw ValueError("from_blob: " + std::to_string(strides.size()) + " strides for the " +
                      std::to_string(shape.size()) + " dims of shape " + shape_to_string(shape));
   }
-  Tensor t;
+  Tensor t{Bare{}};
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.strides_ = strides.empty() ? contiguous_strides(shape) : strides;

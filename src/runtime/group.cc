@@ -7,6 +7,7 @@ namespace collie::detail {
 Group::Group(std::string name, std::vector<int> world_ranks, int my_world_rank,
              double timeout_seconds, std::unique_ptr<Backend> backend)
     : name_(std::move(name)),
+      shared_name_(std::make_shared<const std::string>(name_)),
       world_ranks_(std::move(world_ranks)),
       rank_(-1),
       timeout_seconds_(timeout_seconds),
@@ -25,7 +26,7 @@ int Group::group_rank_of(int world_rank) const {
 WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
                       FunctionRef<void(Backend&, const WorkPtr&)> launch) {
   std::lock_guard<std::mutex> lock(submit_mu_);
-  info.group = name_;
+  info.group = shared_name_;
   info.seq = next_seq_++;
   recorder_->issued(info);
   auto work = std::make_shared<Work>(std::move(info));

@@ -49,6 +49,7 @@ class Group {
 
  private:
   std::string name_;
+  std::shared_ptr<const std::string> shared_name_;  // stamped on every OpInfo
   std::vector<int> world_ranks_;
   int rank_;
   double timeout_seconds_;

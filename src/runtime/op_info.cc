@@ -57,7 +57,7 @@ std::string OpInfo::describe() const {
     s += std::to_string(root) + " (group rank)";
   }
   if (kind == OpKind::Send || kind == OpKind::Recv) s += " tag " + std::to_string(tag);
-  s += " on group '" + group + "' seq " + std::to_string(seq);
+  s += " on group '" + (group ? *group : std::string()) + "' seq " + std::to_string(seq);
   return s;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,9 @@ std::string rank_list(const std::vector<int>& ranks);
 
 struct OpInfo {
   OpKind kind = OpKind::Barrier;
-  std::string group;   // the group's name as the user knows it
+  // The group's name as the user knows it; shared with the Group, so stamping it
+  // on every call costs no allocation.
+  std::shared_ptr<const std::string> group;
   uint64_t seq = 0;    // per-group sequence number, stamped at the choke point
   uint64_t count = 0;  // elements per rank (0 where it varies by rank)
   DType dtype = DType::Float32;

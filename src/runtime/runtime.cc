@@ -30,13 +30,17 @@ std::shared_ptr<Group> find_locked(RuntimeState& s, std::string_view name) {
   return it == s.groups.end() ? nullptr : it->second;
 }
 
-std::shared_ptr<Group> require_group(std::string_view name, std::string_view what) {
+// `prefix` + `what` name the caller in messages ("For " + "all_reduce"); the
+// message is built only on failure.
+std::shared_ptr<Group> require_group(std::string_view name, std::string_view what,
+                                     std::string_view prefix = {}) {
   RuntimeState& s = runtime_state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.initialized) throw_not_initialized(what);
+  if (!s.initialized) throw_not_initialized(std::string(prefix) + std::string(what));
   auto g = find_locked(s, name);
   if (!g)
-    throw RuntimeError(std::string(what) + ": the group " + std::string(name) + " does not exist.");
+    throw RuntimeError(std::string(prefix) + std::string(what) + ": the group " +
+                       std::string(name) + " does not exist.");
   return g;
 }
 
@@ -56,7 +60,7 @@ bool is_world_name(std::string_view name) {
 }
 
 std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op) {
-  auto g = require_group(group, std::string("For ") + std::string(op));
+  auto g = require_group(group, op, "For ");
   if (!g->is_member()) {
     throw RuntimeError("For " + std::string(op) + ", this rank (" +
                        std::to_string(runtime_state().env.rank) + ") is not a member of group '" +

@@ -82,6 +82,7 @@ ShmGroup::ShmGroup(ShmGroupConfig config)
       layout_(static_cast<int>(config_.world_ranks.size()), config_.slot_bytes, config_.ring_bytes,
               config_.with_rings),
       segments_(config_.world_ranks.size()) {
+  step_slots.resize(config_.world_ranks.size());
   create_own_segment();
   try {
     map_peers_and_unlink();

@@ -65,6 +65,7 @@ class ShmGroup {
   std::deque<std::unique_ptr<OpState>> queue;  // issued, not yet completed, in order
   std::atomic<size_t> queue_size{0};           // queue.size(), readable by other threads
   std::string failure;                         // set once an operation failed
+  std::vector<const uint8_t*> step_slots;      // scratch of StepOp (one op advances at a time)
 
  private:
   ShmGroupConfig config_;

@@ -38,8 +38,7 @@ StepOp::StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps)
       nsteps_(nsteps),
       engine_(engine),
       group_(group),
-      fingerprint_(Fingerprint::of(this->work()->info())),
-      slots_(static_cast<size_t>(group.size())) {}
+      fingerprint_(Fingerprint::of(this->work()->info())) {}
 
 bool StepOp::peers_freed(uint64_t step) const {
   if (step <= 2) return true;
@@ -103,8 +102,9 @@ Progress StepOp::advance() {
     }
     if (!peers_ready(step_)) return moved ? Progress::Advanced : Progress::Blocked;
     check_fingerprints(step_);
-    for (int p = 0; p < group_.size(); ++p) slots_[static_cast<size_t>(p)] = group_.slot(p, step_);
-    consume(index_, slots_);
+    std::vector<const uint8_t*>& slots = group_.step_slots;
+    for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = group_.slot(p, step_);
+    consume(index_, slots);
     mine.done.store(step_, std::memory_order_release);
     engine_.ring_peers(group_);
     phase_ = Phase::WaitFree;

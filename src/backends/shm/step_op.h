@@ -64,7 +64,6 @@ class StepOp : public OpState {
   Phase phase_ = Phase::WaitFree;
   size_t index_ = 0;   // step within this operation
   uint64_t step_ = 0;  // the group's step number for index_, 0 before it starts
-  std::vector<const uint8_t*> slots_;
 
   bool peers_freed(uint64_t step) const;
   bool peers_ready(uint64_t step) const;
