@@ -310,12 +310,13 @@ class DirectAllToAll final : public DirectOp {
 
   // Pulls from every rank the piece it sends here, into place in this output.
   void transfer() override {
+    const bool stream = total_of(recv_) * esize_ >= kStreamingOutputBytes;
     size_t at = 0;
     for (size_t p = 0; p < n_; ++p) {
       const size_t bytes = recv_[p] * esize_;
       size_t from = 0;  // where rank p's piece for this rank starts in its input
       for (size_t j = 0; j < me_; ++j) from += peer_send_[p][j];
-      copy(outs_[me_] + at, ins_[p] + from * esize_, bytes, false);
+      copy(outs_[me_] + at, ins_[p] + from * esize_, bytes, stream);
       at += bytes;
     }
   }
