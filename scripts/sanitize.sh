@@ -36,7 +36,7 @@ asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_red
 asan_targets=("${asan_core[@]}" harness_test
               all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test
               barrier_test p2p_test batch_isend_irecv_test all_to_all_test groups_test
-              init_and_errors_test concurrency_test fault_test shared_test
+              init_and_errors_test concurrency_test fault_test shared_test cma_test
               collie_cli_tests collie_fault_test collie_stress_test)
 asan_ctest=(-L '^(comm|harness|cli|faults|stress)$')
 # The tests where a rank runs several threads at once: async operations and the

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <functional>
 #include <new>
 
@@ -89,6 +90,11 @@ void SharedArena::shutdown() {
   active_ = false;
 }
 
+void SharedArena::unlink_names() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& c : chunks_) Segment::unlink(c->segment.name());
+}
+
 bool SharedArena::active() const {
   std::lock_guard<std::mutex> lock(mu_);
   return active_;
@@ -109,6 +115,10 @@ std::shared_ptr<SharedArena::Chunk> SharedArena::new_chunk(size_t min_bytes) {
   header->world_rank = world_rank_;
   header->magic.store(kSegmentMagic, std::memory_order_release);
   chunk->free.emplace(kHeaderBytes, usable);
+  // A program that exits without release() must not leave the names behind
+  // (release() unlinks them; this covers return from main and exit()).
+  static std::once_flag at_exit;
+  std::call_once(at_exit, [] { std::atexit([] { SharedArena::instance().unlink_names(); }); });
   chunks_.push_back(chunk);
   has_chunks_.store(true, std::memory_order_release);
   return chunk;

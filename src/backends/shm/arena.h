@@ -52,6 +52,8 @@ class SharedArena {
   // use stay valid (their chunk stays mapped until the last one is freed).
   void shutdown();
   bool active() const;
+  // Unlinks every chunk's name but keeps serving them (registered with atexit).
+  void unlink_names();
 
   // A block of at least `nbytes` (page-aligned) and the function that frees it.
   // CommError when /dev/shm has no room (naming needed vs free bytes).

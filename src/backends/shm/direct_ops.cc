@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/shm/cma.h"
 #include "backends/shm/engine.h"
 #include "backends/shm/step_op.h"
 #include "backends/shm/stream_copy.h"
@@ -55,7 +56,7 @@ class DirectOp : public StepOp {
         me_(static_cast<size_t>(c.group->rank())),
         ins_(n_, nullptr),
         outs_(n_, nullptr) {
-    set_variant(2);
+    set_variant(b.cma ? 3 : 2);
   }
 
  protected:
@@ -87,11 +88,26 @@ class DirectOp : public StepOp {
       }
       Descriptor d;
       std::memcpy(&d, slots[p], sizeof d);
+      if (buffers_.cma) {  // addresses in the peer's process, only ever read through pull()
+        ins_[p] = d.in.present ? reinterpret_cast<const uint8_t*>(d.in.offset) : nullptr;
+        outs_[p] = d.out.present ? reinterpret_cast<uint8_t*>(d.out.offset) : nullptr;
+        continue;
+      }
       const int owner = group().world_rank(static_cast<int>(p));
       ins_[p] = d.in.present ? engine_.peer_arenas().resolve(owner, d.in, in_bytes(p)) : nullptr;
       outs_[p] = d.out.present ? engine_.peer_arenas().resolve(owner, d.out, out_bytes(p)) : nullptr;
     }
     transfer();
+  }
+
+  // Copies n bytes of rank p's memory at `src` (from ins_/outs_) to `dst` here.
+  void pull(void* dst, size_t p, const uint8_t* src, size_t n, bool stream) const {
+    if (!buffers_.cma || p == me_) {
+      copy(dst, src, n, stream);
+    } else if (n > 0) {
+      const int peer = static_cast<int>(p);
+      cma_read(group().pid(peer), dst, reinterpret_cast<uint64_t>(src), n, group().world_rank(peer));
+    }
   }
 
   static const uint64_t* extra_of(const uint8_t* slot) {
@@ -199,7 +215,7 @@ class DirectBroadcast final : public SymmetricOp {
  protected:
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
-    copy(out_of(me_), ins_[root_], bytes, bytes >= kStreamingOutputBytes);
+    pull(out_of(me_), root_, ins_[root_], bytes, bytes >= kStreamingOutputBytes);
   }
 
  private:
@@ -215,11 +231,12 @@ class DirectAllGather final : public SymmetricOp {
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
     const bool stream = out_elems_ * esize_ >= kStreamingOutputBytes;
-    for (size_t p = 0; p < n_; ++p) copy(out_of(me_) + p * bytes, ins_[p], bytes, stream);
+    for (size_t p = 0; p < n_; ++p) pull(out_of(me_) + p * bytes, p, ins_[p], bytes, stream);
   }
 };
 
-// Each rank writes its own piece into the root's output.
+// In the arena each rank writes its own piece into the root's output; with CMA
+// the root reads every piece.
 class DirectGather final : public SymmetricOp {
  public:
   DirectGather(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype, int root)
@@ -228,8 +245,13 @@ class DirectGather final : public SymmetricOp {
  protected:
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
-    copy(out_of(static_cast<size_t>(out_rank_)) + me_ * bytes, ins_[me_], bytes,
-         bytes >= kStreamingOutputBytes);
+    const bool stream = bytes * n_ >= kStreamingOutputBytes;
+    const size_t root = static_cast<size_t>(out_rank_);
+    if (!buffers_.cma) {
+      copy(out_of(root) + me_ * bytes, ins_[me_], bytes, stream);
+    } else if (me_ == root) {
+      for (size_t p = 0; p < n_; ++p) pull(out_of(root) + p * bytes, p, ins_[p], bytes, stream);
+    }
   }
 };
 
@@ -267,7 +289,7 @@ class DirectScatter final : public SymmetricOp {
  protected:
   void transfer() override {
     const size_t bytes = count_ * esize_;
-    copy(out_of(me_), ins_[root_] + me_ * bytes, bytes, bytes >= kStreamingOutputBytes);
+    pull(out_of(me_), root_, ins_[root_] + me_ * bytes, bytes, bytes >= kStreamingOutputBytes);
   }
 
  private:
@@ -316,7 +338,7 @@ class DirectAllToAll final : public DirectOp {
       const size_t bytes = recv_[p] * esize_;
       size_t from = 0;  // where rank p's piece for this rank starts in its input
       for (size_t j = 0; j < me_; ++j) from += peer_send_[p][j];
-      copy(outs_[me_] + at, ins_[p] + from * esize_, bytes, stream);
+      pull(outs_[me_] + at, p, ins_[p] + from * esize_, bytes, stream);
       at += bytes;
     }
   }
@@ -333,6 +355,12 @@ class DirectAllToAll final : public DirectOp {
 };
 
 }  // namespace
+
+DirectBuffers cma_buffers(const void* in, void* out) {
+  DirectBuffers b{in, ArenaRef{0, 1, reinterpret_cast<uint64_t>(in)}, out, ArenaRef{}, true};
+  if (out != nullptr) b.out_ref = ArenaRef{0, 1, reinterpret_cast<uint64_t>(out)};
+  return b;
+}
 
 std::unique_ptr<OpState> make_direct_all_reduce(CollectiveCall c, DirectBuffers b, size_t count,
                                                 DType dtype, ReduceOp op) {

@@ -17,6 +17,10 @@
 // A rank with shared tensors marks the call in its fingerprint, so if another
 // rank passed private memory for the same call, every rank fails with a message
 // naming who did what (like a dtype mismatch) instead of mixing protocols.
+//
+// The same two steps move private tensors with CMA (the data-moving ops only):
+// step 0 publishes addresses instead of arena locations and every read is a
+// process_vm_readv from the owner; gather is then pulled by the root.
 #pragma once
 
 #include <memory>
@@ -32,14 +36,29 @@ namespace collie::detail {
 // all_to_all, whose sizes differ per rank.
 inline constexpr size_t kDirectMinBytes = 16u << 10;
 
-// This rank's input and output in the arena (out.present == 0 where the rank has
-// no output, e.g. a non-root of reduce).
+// Ordinary (private) tensors of kCmaMinBytes to kCmaMaxBytes per rank are moved
+// with process_vm_readv (cma.h) by the ops that only move data (all_gather,
+// broadcast, gather, scatter), where the group agreed CMA works: one copy through
+// the kernel instead of two through the slots (2 ranks, 2 MiB all_gather: 88 ->
+// 53 us). Below, the slots' lower latency wins; above, their streaming stores do
+// (the kernel's copy reads every destination line first).
+inline constexpr size_t kCmaMinBytes = 64u << 10;
+inline constexpr size_t kCmaMaxBytes = 8u << 20;
+
+// This rank's input and output: in the arena (refs locate them; out_ref.present
+// == 0 where the rank has no output, e.g. a non-root of reduce), or, with `cma`,
+// private memory that peers read by address with process_vm_readv (the refs'
+// offsets are then addresses in this process).
 struct DirectBuffers {
   const void* in;
   ArenaRef in_ref;
   void* out;
   ArenaRef out_ref;
+  bool cma = false;
 };
+
+// DirectBuffers for private memory read through CMA.
+DirectBuffers cma_buffers(const void* in, void* out);
 
 std::unique_ptr<OpState> make_direct_all_reduce(CollectiveCall c, DirectBuffers b, size_t count,
                                                 DType dtype, ReduceOp op);

@@ -38,9 +38,9 @@ void ShmBackend::all_reduce(const WorkPtr& w, const void* in, void* out, size_t 
 void ShmBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t count,
                             DType dtype) {
   const size_t bytes = count * element_size(dtype);
-  if (auto b = direct(in, bytes, out, bytes * group_size())) {
-    return engine_->submit(group_.get(), make_direct_all_gather(call(w), *b, count, dtype));
-  }
+  auto b = direct(in, bytes, out, bytes * group_size());
+  if (!b) b = cma(in, bytes, out);
+  if (b) return engine_->submit(group_.get(), make_direct_all_gather(call(w), *b, count, dtype));
   engine_->submit(group_.get(), make_all_gather(call(w), in, out, count, dtype));
 }
 
@@ -66,7 +66,9 @@ void ShmBackend::reduce(const WorkPtr& w, const void* in, void* out, size_t coun
 void ShmBackend::broadcast(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                            int root) {
   const size_t bytes = count * element_size(dtype);
-  if (auto b = direct(in, bytes, out, bytes)) {
+  auto b = direct(in, bytes, out, bytes);
+  if (!b) b = cma(in, bytes, out);
+  if (b) {
     return engine_->submit(group_.get(), make_direct_broadcast(call(w), *b, count, dtype, root));
   }
   engine_->submit(group_.get(), make_broadcast(call(w), in, out, count, dtype, root));
@@ -75,7 +77,9 @@ void ShmBackend::broadcast(const WorkPtr& w, const void* in, void* out, size_t c
 void ShmBackend::gather(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                         int root) {
   const size_t bytes = count * element_size(dtype);
-  if (auto b = direct(in, bytes, out, bytes * group_size())) {
+  auto b = direct(in, bytes, out, bytes * group_size());
+  if (!b) b = cma(in, bytes, out);
+  if (b) {
     return engine_->submit(group_.get(), make_direct_gather(call(w), *b, count, dtype, root));
   }
   engine_->submit(group_.get(), make_gather(call(w), in, out, count, dtype, root));
@@ -84,7 +88,9 @@ void ShmBackend::gather(const WorkPtr& w, const void* in, void* out, size_t coun
 void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                          int root) {
   const size_t bytes = count * element_size(dtype);
-  if (auto b = direct(in, bytes * group_size(), out, bytes)) {
+  auto b = direct(in, bytes * group_size(), out, bytes);
+  if (!b) b = cma(in, bytes, out);
+  if (b) {
     return engine_->submit(group_.get(), make_direct_scatter(call(w), *b, count, dtype, root));
   }
   engine_->submit(group_.get(), make_scatter(call(w), in, out, count, dtype, root));

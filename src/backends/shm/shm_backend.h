@@ -51,6 +51,12 @@ class ShmBackend final : public Backend {
   // shared and private tensors, which the fingerprints then report.
   std::optional<DirectBuffers> direct(const void* in, size_t in_bytes, void* out, size_t out_bytes,
                                       size_t min_bytes = kDirectMinBytes) const;
+  // Private buffers for the CMA path (direct_ops.h) when the group agreed on CMA
+  // and the call moves kCmaMinBytes to kCmaMaxBytes per rank.
+  std::optional<DirectBuffers> cma(const void* in, size_t bytes, void* out) const {
+    if (!group_->cma() || bytes < kCmaMinBytes || bytes >= kCmaMaxBytes) return std::nullopt;
+    return cma_buffers(in, out);
+  }
   CollectiveCall call(const WorkPtr& w) {
     w->set_driver(engine_);
     return {engine_.get(), group_.get(), w};

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "backends/shm/cma.h"
 #include "backends/shm/liveness.h"
 #include "backends/shm/op_state.h"
 #include "collie/errors.h"
@@ -133,6 +134,7 @@ void ShmGroup::create_own_segment() {
   h->group_id = config_.group_id;
   h->slot_bytes = config_.slot_bytes;
   h->ring_bytes = config_.ring_bytes;
+  h->cma_probe = reinterpret_cast<uint64_t>(cma_probe_word());
   h->magic.store(kSegmentMagic, std::memory_order_release);
 }
 
@@ -168,6 +170,24 @@ void ShmGroup::map_peers_and_unlink() {
       [&](int g) { return header(g).pid; });
   // Every peer has mapped our segment: the name is no longer needed.
   Segment::unlink(segment_name(rank()));
+  agree_on_cma();
+}
+
+void ShmGroup::agree_on_cma() {
+  cma_allow_peers();
+  bool ok = true;
+  for (int g = 0; g < size() && ok; ++g) {
+    if (g != rank()) ok = cma_probe(header(g).pid, header(g).cma_probe);
+  }
+  header(rank()).cma_verdict.store(ok ? 1 : 2, std::memory_order_release);
+  wait_for_peers(
+      config_, "joining",
+      [&](int g) { return header(g).cma_verdict.load(std::memory_order_acquire) != 0; },
+      [&](int g) { return header(g).pid; });
+  cma_ = true;
+  for (int g = 0; g < size(); ++g) {
+    cma_ = cma_ && header(g).cma_verdict.load(std::memory_order_acquire) == 1;
+  }
 }
 
 SegmentHeader& ShmGroup::header(int g) const {

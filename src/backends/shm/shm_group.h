@@ -59,6 +59,9 @@ class ShmGroup {
   RingControl& ring_control(int owner, int dst) const;
   uint8_t* ring_data(int owner, int dst) const;
   pid_t pid(int group_rank) const { return header(group_rank).pid; }
+  // Every member can read every other's memory with process_vm_readv (cma.h);
+  // the same answer on every rank.
+  bool cma() const { return cma_; }
 
   // ---- progress-engine state ----
   uint64_t next_step = 1;                      // steps are numbered from 1
@@ -71,10 +74,12 @@ class ShmGroup {
   ShmGroupConfig config_;
   SegmentLayout layout_;
   std::vector<Segment> segments_;  // by group rank
+  bool cma_ = false;
 
   std::string segment_name(int group_rank) const;
   void create_own_segment();
   void map_peers_and_unlink();
+  void agree_on_cma();
 };
 
 // A 64-bit id for a group from its name, ranks and incarnation (FNV-1a).

@@ -29,6 +29,7 @@ std::string Fingerprint::describe() const {
   switch ((words[0] >> 24) & 0xff) {
     case 1: return s + " (two-shot)";
     case 2: return s + " on shared tensors";
+    case 3: return s + " on private tensors (CMA)";
     default: return s;
   }
 }

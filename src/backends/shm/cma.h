@@ -1,0 +1,37 @@
+// Cross-memory attach (CMA): copying straight from another process's memory with
+// process_vm_readv(2), one copy through the kernel, for collectives on ordinary
+// (private) tensors, which peers cannot map.
+//
+// Whether it works depends on the system: the kernel allows it between processes
+// of the same user only when ptrace would be allowed (Yama's ptrace_scope, a
+// container's seccomp profile and capabilities can forbid it). So each group
+// agrees on it at its rendezvous: every rank reads a probe word from every peer
+// and publishes its verdict; CMA is used only if every rank could read every
+// peer, and COLLIE_CMA=0 on any rank turns it off for the group.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace collie::detail {
+
+// The word every rank publishes the address of; peers read it to test CMA.
+inline constexpr uint64_t kCmaProbeValue = 0x434d41434f4c4c49ull;  // "ILLOCAMC"
+const uint64_t* cma_probe_word();
+
+// Lets any process of this user read this one's memory (Yama ptrace_scope 1
+// allows only ancestors otherwise). Called once, before the first probe.
+void cma_allow_peers();
+
+// True when `pid`'s word at `remote_probe` reads as kCmaProbeValue; false for
+// any failure (EPERM, ENOSYS, a different value) or when COLLIE_CMA=0.
+bool cma_probe(pid_t pid, uint64_t remote_probe);
+
+// Copies n bytes from `remote` in `pid`'s address space to `local`. CommError
+// naming the peer when the kernel refuses or copies less (the peer died or
+// freed the buffer).
+void cma_read(pid_t pid, void* local, uint64_t remote, size_t n, int peer_world_rank);
+
+}  // namespace collie::detail

@@ -1,0 +1,138 @@
+// The CMA path (src/backends/shm/cma.h): all_gather, broadcast, gather and
+// scatter on ordinary tensors of 64 KiB to 8 MiB per rank read peers' memory
+// with process_vm_readv. Every dtype, world sizes 1-4, roots, sub-groups, sizes
+// on both sides of the thresholds; with COLLIE_CMA=0 on one rank the whole group
+// falls back to the slots (no mismatch), and results are the same either way.
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "comm_test_util.h"
+
+namespace collie::testing {
+namespace {
+
+// Elements per rank: one below the CMA range, two inside (uneven), one above.
+std::vector<int64_t> counts_for(DType dt) {
+  const int64_t es = static_cast<int64_t>(element_size(dt));
+  return {(60 << 10) / es, (64 << 10) / es + 3, (1 << 20) / es + 1, (9 << 20) / es};
+}
+
+void run_data_movers(int rank, const std::vector<int>& members, const std::string& group,
+                     SoftChecks& soft) {
+  const int n = static_cast<int>(members.size());
+  const int me = index_in(members, rank);
+  const int root_index = n - 1;  // group rank of the root
+  const int root = members[static_cast<size_t>(root_index)];
+  for (DType dt : {DType::Float32, DType::Int8, DType::Float64, DType::BFloat16, DType::Bool}) {
+    for (int64_t count : counts_for(dt)) {
+      const std::string what = std::string(dtype_name(dt)) + " count=" + std::to_string(count) +
+                                " on " + group;
+      soft.check("all_gather " + what, [&] {
+        Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        auto [y, h] = all_gather_into_tensor(x, group);
+        check_tensor(y, dt, {count * n}, [&](int64_t i) {
+          return pattern_value(dt, members[static_cast<size_t>(i / count)], i % count);
+        }, "all_gather " + what);
+      });
+      soft.check("broadcast " + what, [&] {
+        Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        Tensor y = broadcast(x, root, group);
+        check_tensor(y, dt, {count}, [&](int64_t i) { return pattern_value(dt, root, i); },
+                     "broadcast " + what);
+      });
+      soft.check("gather " + what, [&] {
+        Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        Tensor y = gather_into_tensor(x, root, group);
+        if (me == root_index) {
+          check_tensor(y, dt, {count * n}, [&](int64_t i) {
+            return pattern_value(dt, members[static_cast<size_t>(i / count)], i % count);
+          }, "gather " + what);
+        }
+      });
+      soft.check("scatter " + what, [&] {
+        Tensor x = make_tensor({count * n}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        Tensor y = scatter_tensor(x, root, group);
+        check_tensor(y, dt, {count}, [&](int64_t i) { return pattern_value(dt, root, me * count + i); },
+                     "scatter " + what);
+      });
+    }
+  }
+}
+
+class CmaWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(CmaWorld, DataMoversEveryDtypeAcrossTheThresholds) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    SoftChecks soft;
+    run_data_movers(rank, iota_ranks(n), std::string(WORLD), soft);
+    soft.finish();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaWorld, ::testing::Values(1, 2, 3, 4), world_size_name);
+
+// An unsorted sub-group: group ranks differ from world ranks.
+TEST(Cma, UnsortedSubGroup) {
+  run_ranks(4, [](int rank) {
+    create_group("tri", {3, 0, 2});
+    if (rank == 1) return;
+    SoftChecks soft;
+    run_data_movers(rank, {3, 0, 2}, "tri", soft);
+    soft.finish();
+  });
+}
+
+// COLLIE_CMA=0 on one rank turns CMA off for the whole group at its rendezvous:
+// the ranks still agree on every call's path, so nothing mismatches.
+TEST(Cma, DisabledOnOneRankFallsBackEverywhere) {
+  run_ranks(3, [](int rank) {
+    SoftChecks soft;
+    if (rank == 1) setenv("COLLIE_CMA", "0", 1);
+    create_group("after", {0, 1, 2});  // agreed with rank 1's verdict: no CMA
+    run_data_movers(rank, {0, 1, 2}, "after", soft);
+    soft.finish();
+  });
+}
+
+// Can a child read its parent's memory here? (Ranks are siblings, which Yama may
+// treat differently; collie lifts that with PR_SET_PTRACER_ANY.)
+bool cma_works_here() {
+  static const uint64_t word = 0x5eed;
+  pid_t parent = getpid();
+  pid_t child = fork();
+  if (child == 0) {
+    uint64_t got = 0;
+    iovec l{&got, sizeof got}, r{const_cast<uint64_t*>(&word), sizeof word};
+    _exit(process_vm_readv(parent, &l, 1, &r, 1, 0) == sizeof got && got == word ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Proves which path a 1 MiB all_gather on private tensors takes: rank 0 passes a
+// shared tensor, so the call mismatches and the message names each rank's path.
+TEST(Cma, PrivateMidSizedCallsUseCmaWhereTheSystemAllowsIt) {
+  const bool expected = cma_works_here();
+  run_ranks(2, [expected](int rank) {
+    const int64_t count = (1 << 20) / 4;
+    Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
+    if (rank == 0) x.copy_from(Tensor::ones({count}));
+    try {
+      all_gather_into_tensor(x);
+      RCHECK(false) << "mixing shared and private tensors must fail";
+    } catch (const CommError& e) {
+      const std::string m = e.what();
+      RCHECK(contains(m, "rank 0: all_gather_into_tensor float32 x262144 on shared tensors")) << m;
+      RCHECK_EQ(contains(m, "rank 1: all_gather_into_tensor float32 x262144 on private tensors (CMA)"),
+                expected) << m;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace collie::testing
