@@ -184,19 +184,32 @@ void P2PMatcher::on_header(int src, const MessageHeader& h) {
     }
     return;
   }
+  // The buffer grows as the payload arrives (append_unexpected), so memory follows
+  // the bytes actually sent, never a size a header merely claims.
   auto& list = unexpected_[static_cast<size_t>(src)];
-  std::vector<uint8_t> buffer;
+  list.push_back(Unexpected{h, {}, 0, std::nullopt});
+  in.unexpected = &list.back();
+}
+
+bool P2PMatcher::append_unexpected(int src, const uint8_t* ring, uint64_t pos, uint64_t n) {
+  Unexpected& u = *incoming_[static_cast<size_t>(src)].unexpected;
+  const size_t old = u.data.size();
   try {
-    buffer.resize(h.nbytes);
+    if (u.data.capacity() < old + n) {
+      // Geometric growth, but never beyond the message's size.
+      u.data.reserve(std::min<uint64_t>(u.header.nbytes, std::max<uint64_t>(old + n, 2 * old)));
+    }
+    u.data.resize(old + n);
   } catch (const std::bad_alloc&) {
     // Cannot hold a message nobody asked for yet: this source is unusable from here.
     break_source(src, "no memory to buffer an unexpected message of " +
-                          std::to_string(h.nbytes) + " bytes from rank " + std::to_string(src));
-    return;
+                          std::to_string(u.header.nbytes) + " bytes from rank " +
+                          std::to_string(src));
+    return false;
   }
-  list.push_back(Unexpected{h, std::move(buffer), 0, std::nullopt});
-  in.unexpected = &list.back();
-  in.target = in.unexpected->data.data();
+  ring_read(ring, world_.ring_bytes(), pos, u.data.data() + old, n);
+  u.received += n;
+  return true;
 }
 
 bool P2PMatcher::valid_header(const MessageHeader& h, std::string* why) {
@@ -268,12 +281,18 @@ bool P2PMatcher::advance_incoming(int src) {
     }
     uint64_t n = std::min(avail, in.remaining);
     if (n > 0) {
-      ring_read(ring, size, tail, in.target, n);
-      if (in.target != nullptr) in.target += n;
+      if (in.unexpected != nullptr) {
+        if (!append_unexpected(src, ring, tail, n)) {
+          tail = head;
+          break;
+        }
+      } else {
+        ring_read(ring, size, tail, in.target, n);  // target nullptr: discarded payload
+        if (in.target != nullptr) in.target += n;
+      }
       tail += n;
       in.remaining -= n;
       moved = true;
-      if (in.unexpected != nullptr) in.unexpected->received += n;
       if (in.recv) in.recv->last_progress = coarse_now();
     }
     if (in.remaining > 0) break;

@@ -103,6 +103,9 @@ class P2PMatcher {
 
   // Messages larger than this are refused as corrupt headers (1 TiB).
   static constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
+  // Appends n payload bytes at ring position `pos` to the unexpected message
+  // arriving from `src`; false (source broken) when memory runs out.
+  bool append_unexpected(int src, const uint8_t* ring, uint64_t pos, uint64_t n);
   // Checks a header read from a peer's ring: magic, dtype code, size.
   static bool valid_header(const MessageHeader& h, std::string* why);
   // Cuts a source off after corrupt data: fails everything waiting on it.
