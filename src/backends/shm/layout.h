@@ -42,7 +42,6 @@ struct SegmentHeader {
 struct StepControl {
   alignas(64) std::atomic<uint64_t> ready{0};  // owner's slot holds step `ready`'s data
   std::atomic<uint64_t> fingerprint[2][3] = {};
-  alignas(64) std::atomic<uint64_t> done{0};  // owner finished reading step `done`
 };
 
 // One single-producer single-consumer byte ring from the owner to one destination.

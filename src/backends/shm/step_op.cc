@@ -41,10 +41,14 @@ StepOp::StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps)
       group_(group),
       fingerprint_(Fingerprint::of(this->work()->info())) {}
 
+// A peer publishes ready = k-1 only after it finished reading step k-2 (it
+// consumes a step before producing the next), so ready >= k-1 means slot k % 2
+// is free again. One flag per step instead of two: every cache line a waiting
+// rank reads from a peer is a cross-core transfer, the main cost of a small step.
 bool StepOp::peers_freed(uint64_t step) const {
   if (step <= 2) return true;
   for (int p = 0; p < group_.size(); ++p) {
-    if (group_.control(p).done.load(std::memory_order_acquire) < step - 2) return false;
+    if (group_.control(p).ready.load(std::memory_order_acquire) < step - 1) return false;
   }
   return true;
 }
@@ -106,8 +110,6 @@ Progress StepOp::advance() {
     std::vector<const uint8_t*>& slots = group_.step_slots;
     for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = group_.slot(p, step_);
     consume(index_, slots);
-    mine.done.store(step_, std::memory_order_release);
-    engine_.ring_peers(group_);
     phase_ = Phase::WaitFree;
     step_ = 0;
     ++index_;
@@ -122,7 +124,7 @@ std::vector<int> StepOp::blocked_on() const {
   for (int p = 0; p < group_.size(); ++p) {
     const StepControl& c = group_.control(p);
     bool waiting = phase_ == Phase::WaitFree
-                       ? step_ > 2 && c.done.load(std::memory_order_acquire) < step_ - 2
+                       ? step_ > 2 && c.ready.load(std::memory_order_acquire) < step_ - 1
                        : c.ready.load(std::memory_order_acquire) < step_;
     if (waiting) ranks.push_back(group_.world_rank(p));
   }

@@ -1,14 +1,15 @@
 // StepOp: the skeleton every shared-memory collective is built from.
 //
 // A collective is a sequence of steps. In step k each rank
-//   1. waits until every peer has finished reading step k-2 (slots are double
-//      buffered, so a fast rank runs at most one step ahead: no barrier between
-//      consecutive steps or operations),
+//   1. waits until every peer has finished reading step k-2, which it shows by
+//      having published ready >= k-1 (slots are double buffered, so a fast rank
+//      runs at most one step ahead: no barrier between consecutive steps or
+//      operations),
 //   2. produce(): writes its contribution into its slot k % 2, stamps the step's
 //      fingerprint and publishes ready = k,
 //   3. waits until every peer has published ready >= k, checks that their
 //      fingerprints equal its own (same op, dtype, count, root, reduce op),
-//   4. consume(): reads what it needs from the peers' slots, publishes done = k.
+//   4. consume(): reads what it needs from the peers' slots.
 // Chunking large tensors into steps bounds the staging memory. Step numbers are
 // per group and never reset, so they also order consecutive operations.
 #pragma once
