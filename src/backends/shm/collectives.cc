@@ -48,7 +48,9 @@ class ChunkedOp : public StepOp {
         dtype_(dtype),
         esize_(element_size(dtype)),
         per_step_(chunk_elems(*c.group, dtype)),
-        contributes_(contributes) {}
+        contributes_(contributes) {
+    if (count * esize_ <= kInlineBytes) set_inline();
+  }
 
  protected:
   void produce(size_t step, uint8_t* slot) override {
@@ -291,7 +293,9 @@ class ScatterOp final : public PiecewiseOp {
 
 class BarrierOp final : public StepOp {
  public:
-  explicit BarrierOp(const CollectiveCall& c) : StepOp(*c.engine, *c.group, c.work, 1) {}
+  explicit BarrierOp(const CollectiveCall& c) : StepOp(*c.engine, *c.group, c.work, 1) {
+    set_inline();  // no data: the slot's page is never touched
+  }
 
  protected:
   void produce(size_t, uint8_t*) override {}

@@ -38,10 +38,22 @@ struct SegmentHeader {
   alignas(64) Doorbell doorbell;                  // world segment: the process's doorbell
 };
 
-// Per-step flags of the owner. Step k uses slot k % 2 and fingerprint[k % 2].
+// What the owner publishes for one step, in one cache line: a peer waiting for
+// the step reads the flag, the fingerprint and (for calls of at most
+// kInlineBytes per rank) the data with a single cross-core transfer.
+inline constexpr size_t kInlineBytes = 32;
+struct alignas(64) StepLine {
+  std::atomic<uint64_t> step{0};  // the last step published here (k, k+2, ...)
+  std::atomic<uint64_t> fingerprint[3] = {};
+  uint8_t data[kInlineBytes] = {};
+};
+static_assert(sizeof(StepLine) == 64, "a step line is one cache line");
+
+// The owner's step flags. Step k uses line k % 2 and slot k % 2; "the owner has
+// published step k" is line[k % 2].step >= k (the line cannot have moved on to
+// k + 2 while a peer still waits for k: that needs the peer's own step k + 1).
 struct StepControl {
-  alignas(64) std::atomic<uint64_t> ready{0};  // owner's slot holds step `ready`'s data
-  std::atomic<uint64_t> fingerprint[2][3] = {};
+  StepLine line[2];
 };
 
 // One single-producer single-consumer byte ring from the owner to one destination.

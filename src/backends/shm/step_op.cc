@@ -45,26 +45,36 @@ StepOp::StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps)
 // consumes a step before producing the next), so ready >= k-1 means slot k % 2
 // is free again. One flag per step instead of two: every cache line a waiting
 // rank reads from a peer is a cross-core transfer, the main cost of a small step.
+namespace {
+bool published(const ShmGroup& g, int p, uint64_t step) {
+  return g.control(p).line[step % 2].step.load(std::memory_order_acquire) >= step;
+}
+}  // namespace
+
 bool StepOp::peers_freed(uint64_t step) const {
   if (step <= 2) return true;
   for (int p = 0; p < group_.size(); ++p) {
-    if (group_.control(p).ready.load(std::memory_order_acquire) < step - 1) return false;
+    if (!published(group_, p, step - 1)) return false;
   }
   return true;
 }
 
 bool StepOp::peers_ready(uint64_t step) const {
   for (int p = 0; p < group_.size(); ++p) {
-    if (group_.control(p).ready.load(std::memory_order_acquire) < step) return false;
+    if (!published(group_, p, step)) return false;
   }
   return true;
+}
+
+uint8_t* StepOp::data_of(int p, uint64_t step) const {
+  return inline_ ? group_.control(p).line[step % 2].data : group_.slot(p, step);
 }
 
 void StepOp::check_fingerprints(uint64_t step) const {
   auto fingerprint_of = [&](int p) {
     Fingerprint f;
     for (int w = 0; w < 3; ++w) {
-      f.words[w] = group_.control(p).fingerprint[step % 2][w].load(std::memory_order_relaxed);
+      f.words[w] = group_.control(p).line[step % 2].fingerprint[w].load(std::memory_order_relaxed);
     }
     return f;
   };
@@ -96,11 +106,12 @@ Progress StepOp::advance() {
     if (phase_ == Phase::WaitFree) {
       if (step_ == 0) step_ = group_.next_step++;
       if (!peers_freed(step_)) return moved ? Progress::Advanced : Progress::Blocked;
-      produce(index_, group_.slot(me, step_));
+      produce(index_, data_of(me, step_));
+      StepLine& line = mine.line[step_ % 2];
       for (int w = 0; w < 3; ++w) {
-        mine.fingerprint[step_ % 2][w].store(fingerprint_.words[w], std::memory_order_relaxed);
+        line.fingerprint[w].store(fingerprint_.words[w], std::memory_order_relaxed);
       }
-      mine.ready.store(step_, std::memory_order_release);
+      line.step.store(step_, std::memory_order_release);
       engine_.ring_peers(group_);
       phase_ = Phase::WaitReady;
       moved = true;
@@ -108,7 +119,7 @@ Progress StepOp::advance() {
     if (!peers_ready(step_)) return moved ? Progress::Advanced : Progress::Blocked;
     check_fingerprints(step_);
     std::vector<const uint8_t*>& slots = group_.step_slots;
-    for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = group_.slot(p, step_);
+    for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = data_of(p, step_);
     consume(index_, slots);
     phase_ = Phase::WaitFree;
     step_ = 0;
@@ -122,10 +133,8 @@ std::vector<int> StepOp::blocked_on() const {
   std::vector<int> ranks;
   if (step_ == 0) return ranks;
   for (int p = 0; p < group_.size(); ++p) {
-    const StepControl& c = group_.control(p);
-    bool waiting = phase_ == Phase::WaitFree
-                       ? step_ > 2 && c.ready.load(std::memory_order_acquire) < step_ - 1
-                       : c.ready.load(std::memory_order_acquire) < step_;
+    bool waiting = phase_ == Phase::WaitFree ? step_ > 2 && !published(group_, p, step_ - 1)
+                                             : !published(group_, p, step_);
     if (waiting) ranks.push_back(group_.world_rank(p));
   }
   return ranks;

@@ -51,6 +51,11 @@ class StepOp : public OpState {
   // Marks the algorithm variant in the fingerprint, so ranks that picked different
   // algorithms for the same call fail loudly instead of mixing their data.
   void set_variant(uint8_t variant) { fingerprint_.words[0] |= static_cast<uint64_t>(variant) << 24; }
+  // Every step's data fits in kInlineBytes at the start of the slot: produce()
+  // and consume() then get the step line's data field instead of the slots, so a
+  // peer's flag, fingerprint and data arrive in one cache line. The same choice
+  // on every rank (it may depend only on what the fingerprint checks).
+  void set_inline() { inline_ = true; }
   // This rank's slot for the step after the one being consumed. Inside consume()
   // it is already free: every peer published ready for this step, so every peer
   // finished reading the step before it, which used that slot.
@@ -65,9 +70,11 @@ class StepOp : public OpState {
   Phase phase_ = Phase::WaitFree;
   size_t index_ = 0;   // step within this operation
   uint64_t step_ = 0;  // the group's step number for index_, 0 before it starts
+  bool inline_ = false;
 
   bool peers_freed(uint64_t step) const;
   bool peers_ready(uint64_t step) const;
+  uint8_t* data_of(int group_rank, uint64_t step) const;
   void check_fingerprints(uint64_t step) const;
 };
 
