@@ -55,7 +55,8 @@ class DirectOp : public StepOp {
         n_(static_cast<size_t>(c.group->size())),
         me_(static_cast<size_t>(c.group->rank())),
         ins_(n_, nullptr),
-        outs_(n_, nullptr) {
+        outs_(n_, nullptr),
+        srcs_(n_, nullptr) {
     set_variant(b.cma ? 3 : 2);
   }
 
@@ -100,6 +101,13 @@ class DirectOp : public StepOp {
     transfer();
   }
 
+  // dst[0, len) = op over ranks, in rank order, of their inputs at `offset` bytes.
+  void reduce_inputs(uint8_t* dst, size_t offset, size_t len, ReduceOp op) {
+    for (size_t p = 0; p < n_; ++p) srcs_[p] = ins_[p] + offset;
+    reduce_n(dst, reinterpret_cast<const void* const*>(srcs_.data()), static_cast<int>(n_), len,
+             dtype_, op);
+  }
+
   // Copies n bytes of rank p's memory at `src` (from ins_/outs_) to `dst` here.
   void pull(void* dst, size_t p, const uint8_t* src, size_t n, bool stream) const {
     if (!buffers_.cma || p == me_) {
@@ -121,6 +129,9 @@ class DirectOp : public StepOp {
   size_t n_, me_;
   std::vector<const uint8_t*> ins_;
   std::vector<uint8_t*> outs_;
+
+ private:
+  std::vector<const uint8_t*> srcs_;  // scratch of reduce_inputs()
 };
 
 // Same-sized buffers on every rank: `in_elems` in, `out_elems` out (0: none).
@@ -156,7 +167,7 @@ class DirectAllReduce final : public SymmetricOp {
  public:
   DirectAllReduce(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype,
                   ReduceOp op)
-      : SymmetricOp(c, b, dtype, count, count), count_(count), op_(op), srcs_(n_) {}
+      : SymmetricOp(c, b, dtype, count, count), count_(count), op_(op) {}
 
  protected:
   void transfer() override {
@@ -167,9 +178,7 @@ class DirectAllReduce final : public SymmetricOp {
     for (size_t at = 0; at < mine.len; at += piece) {
       const size_t len = std::min(piece, mine.len - at);
       const size_t off = (mine.begin + at) * esize_;
-      for (size_t p = 0; p < n_; ++p) srcs_[p] = ins_[p] + off;
-      reduce_n(own + off, reinterpret_cast<const void* const*>(srcs_.data()),
-               static_cast<int>(n_), len, dtype_, op_);
+      reduce_inputs(own + off, off, len, op_);
       for (size_t p = 0; p < n_; ++p) {
         if (p != me_) copy(out_of(p) + off, own + off, len * esize_, stream);
       }
@@ -179,7 +188,6 @@ class DirectAllReduce final : public SymmetricOp {
  private:
   size_t count_;
   ReduceOp op_;
-  std::vector<const uint8_t*> srcs_;
 };
 
 // Each rank reduces its slice of the N inputs into the root's output.
@@ -187,23 +195,19 @@ class DirectReduce final : public SymmetricOp {
  public:
   DirectReduce(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype,
                ReduceOp op, int root)
-      : SymmetricOp(c, b, dtype, count, count, root), count_(count), op_(op), srcs_(n_) {}
+      : SymmetricOp(c, b, dtype, count, count, root), count_(count), op_(op) {}
 
  protected:
   void transfer() override {
     Slice mine = slice_of(me_, n_, count_, esize_);
     if (mine.len == 0) return;
     const size_t off = mine.begin * esize_;
-    for (size_t p = 0; p < n_; ++p) srcs_[p] = ins_[p] + off;
-    reduce_n(out_of(static_cast<size_t>(out_rank_)) + off,
-             reinterpret_cast<const void* const*>(srcs_.data()), static_cast<int>(n_), mine.len,
-             dtype_, op_);
+    reduce_inputs(out_of(static_cast<size_t>(out_rank_)) + off, off, mine.len, op_);
   }
 
  private:
   size_t count_;
   ReduceOp op_;
-  std::vector<const uint8_t*> srcs_;
 };
 
 class DirectBroadcast final : public SymmetricOp {
@@ -261,21 +265,17 @@ class DirectReduceScatter final : public SymmetricOp {
                       ReduceOp op)
       : SymmetricOp(c, b, dtype, count * static_cast<size_t>(c.group->size()), count),
         count_(count),
-        op_(op),
-        srcs_(n_) {}
+        op_(op) {}
 
  protected:
   void transfer() override {
     if (count_ == 0) return;
-    for (size_t p = 0; p < n_; ++p) srcs_[p] = ins_[p] + me_ * count_ * esize_;
-    reduce_n(out_of(me_), reinterpret_cast<const void* const*>(srcs_.data()), static_cast<int>(n_),
-             count_, dtype_, op_);
+    reduce_inputs(out_of(me_), me_ * count_ * esize_, count_, op_);
   }
 
  private:
   size_t count_;
   ReduceOp op_;
-  std::vector<const uint8_t*> srcs_;
 };
 
 class DirectScatter final : public SymmetricOp {
