@@ -177,8 +177,10 @@ std::map<std::string, std::string> relevant_environment() {
     add(f.local_size);
     for (const char* j : f.job_id) add(j);
   }
-  for (const char* n : {"COLLIE_TIMEOUT", "COLLIE_BACKEND", "COLLIE_SHM_SLOT_BYTES",
-                        "COLLIE_P2P_RING_BYTES", "COLLIE_SPIN_US", "COLLIE_MPI_REDUCTION", "PMIX_RANK", "SLURM_STEP_NUM_NODES", "RANK_ID", "RANK_SIZE"}) {
+  for (const char* n :
+       {"COLLIE_TIMEOUT", "COLLIE_BACKEND", "COLLIE_SHM_SLOT_BYTES", "COLLIE_P2P_RING_BYTES",
+        "COLLIE_SPIN_US", "COLLIE_MPI_REDUCTION", "COLLIE_ALLREDUCE_ALGO", "COLLIE_CMA",
+        "COLLIE_SHARED_CHUNK_BYTES", "PMIX_RANK", "SLURM_STEP_NUM_NODES", "RANK_ID", "RANK_SIZE"}) {
     add(n);
   }
   return out;
