@@ -234,12 +234,22 @@ class PiecewiseOp : public StepOp {
         pieces_(static_cast<size_t>(c.group->size())) {}
 
  protected:
+  // This rank's own piece never goes through its slot: consume() takes it from
+  // the input (one copy, or none, instead of two).
   void produce(size_t step, uint8_t* slot) override {
     Range r = range_of(step, count_, per_step_);
     if (!contributes_ || r.len == 0) return;
+    const size_t me = static_cast<size_t>(group().rank());
     for (size_t d = 0; d < pieces_.size(); ++d) {
+      if (d == me) continue;
       std::memcpy(slot + d * piece_bytes_, in_ + (d * count_ + r.begin) * esize_, r.len * esize_);
     }
+  }
+
+  // Where piece `me` of step range r comes from in rank p's contribution.
+  const uint8_t* piece_of(size_t p, const uint8_t* slot, size_t me, Range r) const {
+    if (p == static_cast<size_t>(group().rank())) return in_ + (me * count_ + r.begin) * esize_;
+    return slot + me * piece_bytes_;
   }
 
   const uint8_t* in_;
@@ -264,7 +274,7 @@ class ReduceScatterOp final : public PiecewiseOp {
     Range r = range_of(step, count_, per_step_);
     if (r.len == 0) return;
     size_t me = static_cast<size_t>(group().rank());
-    for (size_t p = 0; p < slots.size(); ++p) pieces_[p] = slots[p] + me * piece_bytes_;
+    for (size_t p = 0; p < slots.size(); ++p) pieces_[p] = piece_of(p, slots[p], me, r);
     reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(pieces_.data()),
              static_cast<int>(pieces_.size()), r.len, dtype_, op_);
   }
@@ -283,8 +293,8 @@ class ScatterOp final : public PiecewiseOp {
     Range r = range_of(step, count_, per_step_);
     if (r.len == 0) return;
     size_t me = static_cast<size_t>(group().rank());
-    std::memcpy(out_ + r.begin * esize_, slots[static_cast<size_t>(root_)] + me * piece_bytes_,
-                r.len * esize_);
+    const size_t root = static_cast<size_t>(root_);
+    std::memcpy(out_ + r.begin * esize_, piece_of(root, slots[root], me, r), r.len * esize_);
   }
 
  private:
@@ -336,9 +346,10 @@ class AllToAllOp final : public StepOp {
       }
       return;
     }
+    const size_t me = static_cast<size_t>(group().rank());
     for (size_t d = 0; d < n; ++d) {
       Range r = range_of(step - 1, send_[d], per_step_);
-      if (r.len > 0) {
+      if (r.len > 0 && d != me) {  // the own piece goes straight from input to output
         std::memcpy(slot + d * piece_bytes_, in_ + (send_displ_[d] + r.begin) * esize_,
                     r.len * esize_);
       }
@@ -354,10 +365,10 @@ class AllToAllOp final : public StepOp {
     size_t me = static_cast<size_t>(group().rank());
     for (size_t p = 0; p < n; ++p) {
       Range r = range_of(step - 1, recv_[p], per_step_);
-      if (r.len > 0) {
-        std::memcpy(out_ + (recv_displ_[p] + r.begin) * esize_, slots[p] + me * piece_bytes_,
-                    r.len * esize_);
-      }
+      if (r.len == 0) continue;
+      const uint8_t* from = p == me ? in_ + (send_displ_[me] + r.begin) * esize_
+                                    : slots[p] + me * piece_bytes_;
+      std::memcpy(out_ + (recv_displ_[p] + r.begin) * esize_, from, r.len * esize_);
     }
   }
 
