@@ -312,9 +312,12 @@ class BarrierOp final : public StepOp {
   void consume(size_t, const std::vector<const uint8_t*>&) override {}
 };
 
-// Step 0 exchanges every rank's send and receive counts, so every rank knows the
-// whole matrix: it checks that what i sends to j is what j expects from i (a
-// mismatch fails on every rank alike) and derives the number of data steps.
+// Every step's slot holds a header (the 2N send and receive counts, read in step
+// 0) and N pieces, one per destination. Step 0 carries the counts and the first
+// piece of data together: every rank checks the whole matrix (what i sends to j
+// must be what j expects from i; a mismatch fails on every rank alike, before any
+// data is read), then takes its data, and the matrix says how many more steps
+// the largest piece needs. So a call whose pieces fit one slot is one step.
 class AllToAllOp final : public StepOp {
  public:
   AllToAllOp(const CollectiveCall& c, const void* in, std::vector<size_t> send_counts, void* out,
@@ -325,8 +328,9 @@ class AllToAllOp final : public StepOp {
         send_(std::move(send_counts)),
         recv_(std::move(recv_counts)),
         esize_(element_size(dtype)),
-        piece_bytes_(piece_bytes(*c.group)),
-        per_step_(piece_bytes(*c.group) / element_size(dtype)),
+        header_bytes_((2 * send_.size() * sizeof(uint64_t) + 63) / 64 * 64),
+        piece_bytes_((c.group->slot_bytes() - header_bytes_) / send_.size() / 64 * 64),
+        per_step_(piece_bytes_ / esize_),
         send_displ_(send_.size()),
         recv_displ_(recv_.size()) {
     for (size_t i = 1; i < send_.size(); ++i) {
@@ -344,46 +348,46 @@ class AllToAllOp final : public StepOp {
         counts[j] = send_[j];
         counts[n + j] = recv_[j];
       }
-      return;
     }
     const size_t me = static_cast<size_t>(group().rank());
     for (size_t d = 0; d < n; ++d) {
-      Range r = range_of(step - 1, send_[d], per_step_);
+      Range r = range_of(step, send_[d], per_step_);
       if (r.len > 0 && d != me) {  // the own piece goes straight from input to output
-        std::memcpy(slot + d * piece_bytes_, in_ + (send_displ_[d] + r.begin) * esize_,
-                    r.len * esize_);
+        std::memcpy(piece(slot, d), in_ + (send_displ_[d] + r.begin) * esize_, r.len * esize_);
       }
     }
   }
 
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
     const size_t n = send_.size();
-    if (step == 0) {
-      check_matrix_and_plan(slots);
-      return;
-    }
+    if (step == 0) check_matrix_and_plan(slots);
     size_t me = static_cast<size_t>(group().rank());
     for (size_t p = 0; p < n; ++p) {
-      Range r = range_of(step - 1, recv_[p], per_step_);
+      Range r = range_of(step, recv_[p], per_step_);
       if (r.len == 0) continue;
-      const uint8_t* from = p == me ? in_ + (send_displ_[me] + r.begin) * esize_
-                                    : slots[p] + me * piece_bytes_;
+      const uint8_t* from =
+          p == me ? in_ + (send_displ_[me] + r.begin) * esize_ : piece(slots[p], me);
       std::memcpy(out_ + (recv_displ_[p] + r.begin) * esize_, from, r.len * esize_);
     }
   }
 
  private:
+  uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
+  const uint8_t* piece(const uint8_t* slot, size_t d) const {
+    return slot + header_bytes_ + d * piece_bytes_;
+  }
+
   void check_matrix_and_plan(const std::vector<const uint8_t*>& slots) {
     std::vector<const uint64_t*> counts(slots.size());
     for (size_t i = 0; i < slots.size(); ++i) counts[i] = reinterpret_cast<const uint64_t*>(slots[i]);
     size_t max_count = check_all_to_all_counts(group(), work()->info(), counts);
-    nsteps_ = 1 + (max_count + per_step_ - 1) / per_step_;
+    nsteps_ = std::max<size_t>(1, (max_count + per_step_ - 1) / per_step_);
   }
 
   const uint8_t* in_;
   uint8_t* out_;
   std::vector<size_t> send_, recv_;
-  size_t esize_, piece_bytes_, per_step_;
+  size_t esize_, header_bytes_, piece_bytes_, per_step_;
   std::vector<size_t> send_displ_, recv_displ_;
 };
 
