@@ -74,6 +74,7 @@ std::string SharedArena::chunk_name(const std::string& job_id, int world_rank, u
 
 void SharedArena::configure(const std::string& job_id, int world_rank) {
   std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& c : chunks_) Segment::unlink(c->segment.name());  // not shut down before
   job_id_ = job_id;
   world_rank_ = world_rank;
   chunks_.clear();
@@ -93,11 +94,6 @@ void SharedArena::shutdown() {
 void SharedArena::unlink_names() {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& c : chunks_) Segment::unlink(c->segment.name());
-}
-
-bool SharedArena::active() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return active_;
 }
 
 std::shared_ptr<SharedArena::Chunk> SharedArena::new_chunk(size_t min_bytes) {

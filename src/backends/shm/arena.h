@@ -46,12 +46,12 @@ class SharedArena {
   static SharedArena& instance();
 
   // Starts serving allocations for `world_rank` of job `job_id`; called when the
-  // shm transport starts. Chunks of an earlier configuration are forgotten.
+  // shm transport starts. Chunks of an earlier configuration are unlinked and
+  // forgotten (their blocks stay valid).
   void configure(const std::string& job_id, int world_rank);
   // Unlinks every chunk's name and refuses further allocations. Blocks still in
   // use stay valid (their chunk stays mapped until the last one is freed).
   void shutdown();
-  bool active() const;
   // Unlinks every chunk's name but keeps serving them (registered with atexit).
   void unlink_names();
 
