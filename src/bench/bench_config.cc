@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "core/byte_count.h"
+
 namespace collie::bench {
 
 const std::vector<std::string>& all_ops() {
@@ -15,24 +17,9 @@ const std::vector<std::string>& all_ops() {
 }
 
 size_t parse_size(const std::string& text) {
-  size_t pos = 0;
-  double v = std::stod(text, &pos);
-  std::string suffix = text.substr(pos);
-  double mult = 1;
-  if (suffix == "K" || suffix == "k")
-    mult = 1024;
-  else if (suffix == "M" || suffix == "m")
-    mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g")
-    mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty())
-    throw std::invalid_argument("bad size '" + text + "'");
-  if (!(v > 0)) throw std::invalid_argument("size must be positive: '" + text + "'");
-  // Less than a byte would become 0; inf or anything >= 2^64 would be undefined
-  // behaviour to convert (both found by tests/fuzz/fuzz_bench_config).
-  if (!(v * mult >= 1)) throw std::invalid_argument("size must be at least 1 byte: '" + text + "'");
-  if (!(v * mult < 18446744073709551616.0)) throw std::invalid_argument("size too large: '" + text + "'");
-  return static_cast<size_t>(v * mult);
+  if (auto bytes = detail::parse_byte_count(text)) return *bytes;
+  throw std::invalid_argument("bad size '" + text +
+                              "': a byte count of at least 1 (8, 64K, 4M, 1G)");
 }
 
 BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::string>* rest) {

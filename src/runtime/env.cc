@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collie/errors.h"
+#include "core/byte_count.h"
 
 namespace collie::detail {
 namespace {
@@ -143,26 +144,9 @@ double default_timeout_seconds() {
 size_t env_bytes(const char* name, size_t fallback) {
   auto v = get(name);
   if (!v) return fallback;
-  char* end = nullptr;
-  double n = std::strtod(v->c_str(), &end);
-  std::string suffix(end);
-  double mult = 1;
-  if (suffix == "K" || suffix == "k")
-    mult = 1024;
-  else if (suffix == "M" || suffix == "m")
-    mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g")
-    mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty())
-    n = -1;
-  const double bytes = n * mult;
-  // At least one byte, and small enough for size_t: converting inf, nan or 1e30
-  // to an integer would be undefined behaviour (found by tests/fuzz/fuzz_env).
-  if (end == v->c_str() || !(bytes >= 1) || !(bytes < 18446744073709551616.0)) {
-    throw ValueError(std::string("environment variable ") + name + "='" + *v +
-                     "' is not a positive byte count (e.g. 65536, 64K, 4M)");
-  }
-  return static_cast<size_t>(bytes);
+  if (auto bytes = parse_byte_count(*v)) return *bytes;
+  throw ValueError(std::string("environment variable ") + name + "='" + *v +
+                   "' is not a positive byte count (e.g. 65536, 64K, 4M)");
 }
 
 std::map<std::string, std::string> relevant_environment() {
