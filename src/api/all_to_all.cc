@@ -134,10 +134,11 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
     send[i] = static_cast<size_t>(in_split[i] * in_row);
     recv[i] = static_cast<size_t>(out_split[i] * out_row);
   }
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, output_shape, tensor.dtype());
-  return detail::finish(out, launch(*g, in, send, out, recv, !async_op), async_op);
+  WorkPtr w = launch(*g, in, send, out, recv, !async_op);
+  return detail::finish(std::move(out), w, async_op);
 }
 
 CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
@@ -185,7 +186,7 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
                      ") and receives " + std::to_string(rows_out) + " rows (output has " +
                      std::to_string(have_out) + ")");
   }
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(input, in_copy);
   WorkPtr w = launch(*g, in, send, output, recv, !async_op);
   if (!async_op) {

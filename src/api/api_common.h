@@ -2,6 +2,7 @@
 // MindSpore's messages, and the step from a launched Work to the returned value.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,11 +36,12 @@ inline std::pair<Tensor, CommHandle> finish(Tensor out, const WorkPtr& work, boo
 
 // `t` itself when its elements are contiguous (a view at an offset included),
 // else a contiguous copy made in `copy`. Saves the Tensor copy contiguous() makes
-// on every call, and keeps views of shared tensors shared.
-inline const Tensor& contiguous_ref(const Tensor& t, Tensor& copy) {
+// on every call, and keeps views of shared tensors shared. `copy` is an optional
+// because even an empty Tensor allocates its shape.
+inline const Tensor& contiguous_ref(const Tensor& t, std::optional<Tensor>& copy) {
   if (t.is_contiguous()) return t;
   copy = t.contiguous();
-  return copy;
+  return *copy;
 }
 
 inline std::string shape_str(const Tensor& t) { return shape_to_string(t.shape()); }

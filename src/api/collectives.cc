@@ -17,7 +17,7 @@ using detail::to_group_rank;
 std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std::string_view group,
                                          bool async_op) {
   auto g = lookup_for_op(group, "all_reduce");
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, tensor.shape(), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
@@ -25,13 +25,13 @@ std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std:
                         [&](Backend& b, const WorkPtr& work) {
                           b.all_reduce(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
                         });
-  return finish(out, w, async_op);
+  return finish(std::move(out), w, async_op);
 }
 
 std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::string_view group,
                                                      bool async_op) {
   auto g = lookup_for_op(group, "all_gather_into_tensor");
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
   Tensor out =
@@ -41,7 +41,7 @@ std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::
                         [&](Backend& b, const WorkPtr& work) {
                           b.all_gather(work, in.data_ptr(), out.data_ptr(), n, in.dtype());
                         });
-  return finish(out, w, async_op);
+  return finish(std::move(out), w, async_op);
 }
 
 std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, ReduceOp op,
@@ -56,7 +56,7 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
         "divided by 'rank_size', but got input_shape[0]: " +
         std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
   }
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(
       in, detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
@@ -65,14 +65,14 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
                         [&](Backend& b, const WorkPtr& work) {
                           b.reduce_scatter(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
                         });
-  return finish(out, w, async_op);
+  return finish(std::move(out), w, async_op);
 }
 
 Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group) {
   auto g = lookup_for_op(group, "reduce");
   int root = to_group_rank(*g, dst, "reduce", "dst");
   bool is_root = g->rank() == root;
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   // comm_func.reduce gives non-destination ranks a shape-[1] placeholder.
   Tensor out = is_root ? detail::new_output(in, tensor.shape(), tensor.dtype())
@@ -83,13 +83,13 @@ Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group
                           b.reduce(work, in.data_ptr(), is_root ? out.data_ptr() : nullptr, n,
                                    in.dtype(), op, root);
                         });
-  return finish(out, w, false).first;
+  return finish(std::move(out), w, false).first;
 }
 
 Tensor broadcast(const Tensor& tensor, int src, std::string_view group) {
   auto g = lookup_for_op(group, "broadcast");
   int root = to_group_rank(*g, src, "broadcast", "src");
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, tensor.shape(), tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
@@ -97,14 +97,14 @@ Tensor broadcast(const Tensor& tensor, int src, std::string_view group) {
                         [&](Backend& b, const WorkPtr& work) {
                           b.broadcast(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), root);
                         });
-  return finish(out, w, false).first;
+  return finish(std::move(out), w, false).first;
 }
 
 Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group) {
   auto g = lookup_for_op(group, "gather_into_tensor");
   int root = to_group_rank(*g, dst, "gather_into_tensor", "dst");
   bool is_root = g->rank() == root;
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
   Tensor out = is_root ? detail::new_output(
@@ -116,7 +116,7 @@ Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group)
                           b.gather(work, in.data_ptr(), is_root ? out.data_ptr() : nullptr, n,
                                    in.dtype(), root);
                         });
-  return finish(out, w, false).first;
+  return finish(std::move(out), w, false).first;
 }
 
 Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
@@ -129,7 +129,7 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
         "'rank_size', but got input_shape[0]: " +
         std::to_string(tensor.size(0)) + ", rank_size: " + std::to_string(g->size()));
   }
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(
       in, detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
@@ -138,7 +138,7 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
                         [&](Backend& b, const WorkPtr& work) {
                           b.scatter(work, in.data_ptr(), out.data_ptr(), n, in.dtype(), root);
                         });
-  return finish(out, w, false).first;
+  return finish(std::move(out), w, false).first;
 }
 
 void barrier(std::string_view group) {

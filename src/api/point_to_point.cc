@@ -39,7 +39,7 @@ WorkPtr start_send(const Tensor& tensor, int dst, std::string_view group, int ta
                    bool blocking) {
   auto g = detail::lookup_for_op(group, op);
   int peer = peer_rank(*g, dst, op, "dst");
-  Tensor in_copy;
+  std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   return g->submit(
       p2p_info(OpKind::Send, in, peer, tag, blocking), {&in}, [&](Backend& b, const WorkPtr& w) {

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "runtime/coarse_clock.h"
+
 namespace collie::detail {
 namespace {
 
@@ -42,7 +44,7 @@ void FlightRecorder::issued(const OpInfo& info) {
   Entry& e = ring_[info.seq % ring_.size()];
   e.info = info;
   e.state = State::Issued;
-  e.start = std::chrono::steady_clock::now();
+  e.start = coarse_now();
   e.error.clear();
   ++recorded_;
 }
@@ -52,7 +54,7 @@ void FlightRecorder::finished(uint64_t seq, const std::string& error) {
   Entry& e = ring_[seq % ring_.size()];
   if (e.info.seq != seq) return;  // overwritten by a newer operation already
   e.state = error.empty() ? State::Completed : State::Failed;
-  e.end = std::chrono::steady_clock::now();
+  e.end = coarse_now();
   e.error = error;
 }
 
@@ -62,7 +64,7 @@ std::string FlightRecorder::dump() const {
   std::string out = "collie flight recorder: rank " + std::to_string(world_rank_) + ", group '" +
                     group_ + "', last " + std::to_string(shown) + " of " +
                     std::to_string(recorded_) + " operations\n";
-  auto now = std::chrono::steady_clock::now();
+  auto now = coarse_now();
   // Entries sit at seq % capacity; the newest seq is the largest recorded.
   uint64_t newest = 0;
   for (const Entry& e : ring_) newest = std::max(newest, e.info.seq);

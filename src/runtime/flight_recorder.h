@@ -4,12 +4,14 @@
 // completes or fails. When an operation fails with CommError or TimeoutError the
 // group's record is printed to stderr (or written to $COLLIE_TRACE_DIR), and
 // SIGUSR1 prints every group's record — so a stuck or failed job shows what each
-// rank last did, with sequence numbers to line ranks up.
+// rank last did, with sequence numbers to line ranks up. Times are read from the
+// coarse clock (the kernel tick, 1-4 ms): precise readings cost a tenth of a
+// small collective, and the record exists for stalls that last seconds.
 //
 // Example of a dump:
 //   collie flight recorder: rank 1, group 'collie_world_group', last 3 of 3 operations
-//     seq 1  all_reduce(sum) float32 x4          completed  0.012 ms
-//     seq 2  barrier                             completed  0.004 ms
+//     seq 1  all_reduce(sum) float32 x4          completed  0.000 ms
+//     seq 2  barrier                             completed  4.000 ms
 //     seq 3  all_reduce(sum) float32 x1024       FAILED     2001 ms: ... timed out ...
 #pragma once
 

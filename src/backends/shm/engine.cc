@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "backends/shm/coarse_clock.h"
+#include "runtime/coarse_clock.h"
 #include "backends/shm/futex.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
@@ -87,15 +87,34 @@ void ShmEngine::finished_one(bool blocking) {
 }
 
 void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
-  // A blocking call's thread will drive the operation itself: no need to wake
-  // the progress thread.
-  bool wake = !op->work()->info().blocking;
-  submitted_one(!wake);
+  if (op->work()->info().blocking) return start_blocking(group, std::move(op));
+  submitted_one(/*blocking=*/false);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.collectives.emplace_back(group, std::move(op));
   }
-  if (wake) my_doorbell().ring();
+  my_doorbell().ring();
+}
+
+void ShmEngine::start_blocking(ShmGroup* group, std::unique_ptr<OpState> op) {
+  // The caller drives a blocking operation itself (drive() comes next), so the
+  // progress thread is not woken and the inbox is skipped: the operation goes
+  // straight to its group's queue — behind whatever the inbox still holds, which
+  // was issued earlier — and gets its first pass now. A small call publishes its
+  // step before the caller even reaches drive().
+  submitted_one(/*blocking=*/true);
+  std::lock_guard<std::mutex> lock(progress_mu_);
+  take_inbox();
+  group->queue_size.fetch_add(1, std::memory_order_acq_rel);
+  enqueue(group, std::move(op), coarse_now());
+  advance_group(*group);
+}
+
+void ShmEngine::enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
+                        std::chrono::steady_clock::time_point now) {
+  if (std::find(groups_.begin(), groups_.end(), group) == groups_.end()) groups_.push_back(group);
+  op->last_progress = now;
+  group->queue.push_back(std::move(op));
 }
 
 void ShmEngine::submit_send(SendRequest request) {
@@ -185,11 +204,7 @@ bool ShmEngine::take_inbox() {
     for (auto& [group, op] : collectives) group->queue_size.fetch_add(1, std::memory_order_acq_rel);
   }
   auto now = coarse_now();
-  for (auto& [group, op] : collectives) {
-    if (std::find(groups_.begin(), groups_.end(), group) == groups_.end()) groups_.push_back(group);
-    op->last_progress = now;
-    group->queue.push_back(std::move(op));
-  }
+  for (auto& [group, op] : collectives) enqueue(group, std::move(op), now);
   for (auto& s : sends) p2p_.add_send(std::move(s));
   for (auto& r : recvs) p2p_.add_recv(std::move(r));
   collectives.clear();
@@ -313,7 +328,7 @@ bool ShmEngine::locked_pass(bool check_stalls_now) {
   // Deadlines are seconds long: a spinning waiter reads the clock for them only
   // every kIdlePassesPerStallCheck idle passes (a reading costs as much as a pass).
   if (!moved && (check_stalls_now || ++idle_passes_ % kIdlePassesPerStallCheck == 0)) {
-    check_stalls(Clock::now());
+    check_stalls(coarse_now());
   }
   return moved;
 }
@@ -329,7 +344,7 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, int64_t timeout_ns) 
 
 void ShmEngine::drive(const Work& work) {
   drivers_.fetch_add(1, std::memory_order_acq_rel);
-  auto spin_start = Clock::now();
+  Clock::time_point spin_start;  // read when spinning starts
   unsigned spins = 0;  // idle passes since the last progress
   while (!work.is_completed()) {
     if (locked_pass(false)) {

@@ -101,6 +101,10 @@ class ShmEngine final : public ProgressDriver {
   template <typename Done>
   void sleep_unless_progress(Done done, bool idle, int64_t timeout_ns);
   bool take_inbox();
+  void start_blocking(ShmGroup* group, std::unique_ptr<OpState> op);
+  // Appends to the group's queue (progress lock held; queue_size already counted).
+  void enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
+               std::chrono::steady_clock::time_point now);
   bool advance_group(ShmGroup& group);
   void check_stalls(std::chrono::steady_clock::time_point now);
   void fail_group(ShmGroup& group, std::exception_ptr error);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backends/shm/coarse_clock.h"
+#include "runtime/coarse_clock.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
 

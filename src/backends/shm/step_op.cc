@@ -112,11 +112,18 @@ Progress StepOp::advance() {
         line.fingerprint[w].store(fingerprint_.words[w], std::memory_order_relaxed);
       }
       line.step.store(step_, std::memory_order_release);
-      engine_.ring_peers(group_);
       phase_ = Phase::WaitReady;
       moved = true;
+      // Peers are rung after the first look at their flags, not before: the ring
+      // is a full fence, which would wait for this store's cache-line transfer
+      // before the load of a peer's line could start; this way both transfers
+      // are in flight together. The ring is only delayed by that one load.
+      const bool ready = peers_ready(step_);
+      engine_.ring_peers(group_);
+      if (!ready) return Progress::Advanced;
+    } else if (!peers_ready(step_)) {
+      return moved ? Progress::Advanced : Progress::Blocked;
     }
-    if (!peers_ready(step_)) return moved ? Progress::Advanced : Progress::Blocked;
     check_fingerprints(step_);
     std::vector<const uint8_t*>& slots = group_.step_slots;
     for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = data_of(p, step_);
