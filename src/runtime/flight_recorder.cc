@@ -42,7 +42,16 @@ FlightRecorder::FlightRecorder(std::string group, int world_rank, size_t capacit
 void FlightRecorder::issued(const OpInfo& info) {
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = ring_[info.seq % ring_.size()];
-  e.info = info;
+  // Every entry is of this recorder's group: copying the group's shared name would
+  // only cost two atomic reference-count updates per operation.
+  e.info.kind = info.kind;
+  e.info.seq = info.seq;
+  e.info.count = info.count;
+  e.info.dtype = info.dtype;
+  e.info.reduce_op = info.reduce_op;
+  e.info.root = info.root;
+  e.info.tag = info.tag;
+  e.info.blocking = info.blocking;
   e.state = State::Issued;
   e.start = coarse_now();
   e.error.clear();

@@ -31,7 +31,12 @@ WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_ali
   recorder_->issued(info);
   auto work = std::make_shared<Work>(std::move(info));
   work->set_recorder(recorder_);
-  for (const Tensor* t : keep_alive) work->keep_alive(*t);
+  // A blocking call's caller holds its tensors until the operation has finished;
+  // only asynchronous operations need the Work to keep them (each kept tensor
+  // costs two atomic reference-count updates).
+  if (!work->info().blocking) {
+    for (const Tensor* t : keep_alive) work->keep_alive(*t);
+  }
   launch(*backend_, work);
   return work;
 }

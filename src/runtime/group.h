@@ -38,7 +38,8 @@ class Group {
   int group_rank_of(int world_rank) const;
 
   // The choke point. `launch` is called with the backend and the new Work, which
-  // keeps the storage of the `keep_alive` tensors alive until it is destroyed.
+  // keeps the storage of the `keep_alive` tensors alive until it is destroyed
+  // (asynchronous operations only: a blocking caller holds them itself).
   WorkPtr submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
                  FunctionRef<void(Backend&, const WorkPtr&)> launch);
 

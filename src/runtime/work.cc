@@ -10,12 +10,7 @@ namespace collie {
 
 void Work::complete() {
   if (recorder_) recorder_->finished(info_.seq, "");
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_ = true;
-    done_flag_.store(true, std::memory_order_release);
-  }
-  cv_.notify_all();
+  publish_done();
 }
 
 void Work::fail(std::exception_ptr error) {
@@ -38,36 +33,51 @@ void Work::fail(std::exception_ptr error) {
     // A peer died or vanished: show what this rank last did, once per group.
     if (comm_failure) recorder_->report_once();
   }
-  {
+  error_ = std::move(error);
+  publish_done();
+}
+
+// seq_cst on both sides (as in the doorbell): either this sees the sleeper and
+// notifies it under the mutex, or the sleeper's check after announcing itself
+// sees the flag.
+void Work::publish_done() {
+  done_flag_.store(true, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) != 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    error_ = std::move(error);
-    done_ = true;
-    done_flag_.store(true, std::memory_order_release);
+    cv_.notify_all();
   }
-  cv_.notify_all();
+}
+
+bool Work::sleep_until_done(const std::chrono::steady_clock::time_point* deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  auto done = [&] { return done_flag_.load(std::memory_order_seq_cst); };
+  bool finished = true;
+  if (deadline == nullptr) {
+    cv_.wait(lock, done);
+  } else {
+    finished = cv_.wait_until(lock, *deadline, done);
+  }
+  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  return finished;
 }
 
 void Work::wait() {
   if (!is_completed()) {
     if (auto driver = driver_.lock()) driver->drive(*this);
   }
-  std::unique_lock<std::mutex> lock(mu_);
   // The engine enforces each operation's deadline, so this wait always ends.
-  cv_.wait(lock, [&] { return done_; });
+  if (!is_completed()) sleep_until_done(nullptr);
   if (error_) std::rethrow_exception(error_);
 }
 
 bool Work::wait_until(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, deadline, [&] { return done_; })) return false;
+  if (!is_completed() && !sleep_until_done(&deadline)) return false;
   if (error_) std::rethrow_exception(error_);
   return true;
 }
 
-std::exception_ptr Work::error() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return error_;
-}
+std::exception_ptr Work::error() const { return is_completed() ? error_ : nullptr; }
 
 void CommHandle::wait() const {
   if (work_) work_->wait();

@@ -68,13 +68,20 @@ class Work {
   std::shared_ptr<Storage> kept_inline_[2];
   int kept_ = 0;
   std::vector<std::shared_ptr<Storage>> kept_more_;
-  mutable std::mutex mu_;
+  // Completion is one atomic flag; the mutex and condition variable serve only
+  // threads that sleep in wait() without a driver (counted in sleepers_), so
+  // completing an operation nobody sleeps on takes no lock.
+  std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
-  std::atomic<bool> done_flag_{false};  // done_, readable without the mutex
-  std::exception_ptr error_;
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> done_flag_{false};
+  std::exception_ptr error_;  // written before done_flag_, read after it
   std::weak_ptr<ProgressDriver> driver_;
   std::shared_ptr<detail::FlightRecorder> recorder_;
+
+  void publish_done();
+  // Sleeps on the condition variable until done or `deadline` (if given).
+  bool sleep_until_done(const std::chrono::steady_clock::time_point* deadline);
 };
 
 using WorkPtr = std::shared_ptr<Work>;

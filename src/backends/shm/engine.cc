@@ -92,6 +92,7 @@ void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.collectives.emplace_back(group, std::move(op));
+    inbox_.filled.store(true, std::memory_order_release);
   }
   my_doorbell().ring();
 }
@@ -105,9 +106,16 @@ void ShmEngine::start_blocking(ShmGroup* group, std::unique_ptr<OpState> op) {
   submitted_one(/*blocking=*/true);
   std::lock_guard<std::mutex> lock(progress_mu_);
   take_inbox();
-  group->queue_size.fetch_add(1, std::memory_order_acq_rel);
+  count_queued(*group, 1);
   enqueue(group, std::move(op), coarse_now());
   advance_group(*group);
+}
+
+void ShmEngine::count_queued(ShmGroup& group, int delta) {
+  // Every writer holds the progress lock, so a plain read and write will do
+  // (no locked read-modify-write per operation); drain() only reads.
+  group.queue_size.store(group.queue_size.load(std::memory_order_relaxed) + delta,
+                         std::memory_order_release);
 }
 
 void ShmEngine::enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
@@ -123,6 +131,7 @@ void ShmEngine::submit_send(SendRequest request) {
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.sends.push_back(std::move(request));
+    inbox_.filled.store(true, std::memory_order_release);
   }
   if (wake) my_doorbell().ring();
 }
@@ -133,6 +142,7 @@ void ShmEngine::submit_recv(RecvRequest request) {
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.recvs.push_back(std::move(request));
+    inbox_.filled.store(true, std::memory_order_release);
   }
   if (wake) my_doorbell().ring();
 }
@@ -165,6 +175,7 @@ void ShmEngine::detach(ShmGroup* group) {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     before = detached_generation_.load(std::memory_order_acquire);
     inbox_.detach.push_back(group);
+    inbox_.filled.store(true, std::memory_order_release);
   }
   my_doorbell().ring();
   if (!thread_.joinable()) return;
@@ -188,8 +199,11 @@ bool ShmEngine::take_inbox() {
   auto& collectives = taken_.collectives;
   auto& sends = taken_.sends;
   auto& recvs = taken_.recvs;
+  // Checked without the lock first: most passes find the inbox empty.
+  if (!inbox_.filled.load(std::memory_order_acquire)) return false;
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
+    inbox_.filled.store(false, std::memory_order_relaxed);
     if (!inbox_.detach.empty()) {
       for (ShmGroup* g : inbox_.detach) std::erase(groups_, g);
       inbox_.detach.clear();
@@ -201,7 +215,7 @@ bool ShmEngine::take_inbox() {
     recvs.swap(inbox_.recvs);
     // Count them as queued before the inbox lock is released, so drain() never
     // sees an operation in neither place.
-    for (auto& [group, op] : collectives) group->queue_size.fetch_add(1, std::memory_order_acq_rel);
+    for (auto& [group, op] : collectives) count_queued(*group, 1);
   }
   auto now = coarse_now();
   for (auto& [group, op] : collectives) enqueue(group, std::move(op), now);
@@ -232,7 +246,7 @@ void ShmEngine::fail_group(ShmGroup& group, std::exception_ptr error) {
   while (!group.queue.empty()) {
     std::unique_ptr<OpState> op = std::move(group.queue.front());
     group.queue.pop_front();
-    group.queue_size.fetch_sub(1, std::memory_order_acq_rel);
+    count_queued(group, -1);
     if (first) {
       finish(*op, error);
       first = false;
@@ -269,7 +283,7 @@ bool ShmEngine::advance_group(ShmGroup& group) {
     }
     std::unique_ptr<OpState> done = std::move(group.queue.front());
     group.queue.pop_front();
-    group.queue_size.fetch_sub(1, std::memory_order_acq_rel);
+    count_queued(group, -1);
     finish(*done, nullptr);
     if (!group.queue.empty()) group.queue.front()->last_progress = coarse_now();
   }

@@ -71,6 +71,7 @@ class ShmEngine final : public ProgressDriver {
     std::vector<SendRequest> sends;
     std::vector<RecvRequest> recvs;
     std::vector<ShmGroup*> detach;
+    std::atomic<bool> filled{false};  // something was added since the last take
   };
 
   std::shared_ptr<ShmGroup> world_;
@@ -101,6 +102,7 @@ class ShmEngine final : public ProgressDriver {
   template <typename Done>
   void sleep_unless_progress(Done done, bool idle, int64_t timeout_ns);
   bool take_inbox();
+  void count_queued(ShmGroup& group, int delta);  // progress lock held
   void start_blocking(ShmGroup* group, std::unique_ptr<OpState> op);
   // Appends to the group's queue (progress lock held; queue_size already counted).
   void enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
