@@ -35,30 +35,38 @@ detail::OpInfo p2p_info(OpKind kind, const Tensor& t, int peer, int tag, bool bl
   return info;
 }
 
-WorkPtr start_send(const Tensor& tensor, int dst, std::string_view group, int tag, const char* op,
-                   bool blocking) {
-  auto g = detail::lookup_for_op(group, op);
-  int peer = peer_rank(*g, dst, op, "dst");
+// `peer` is a group rank (already checked).
+WorkPtr start_send(Group& g, const Tensor& tensor, int peer, int tag, bool blocking) {
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
-  return g->submit(
+  return g.submit(
       p2p_info(OpKind::Send, in, peer, tag, blocking), {&in}, [&](Backend& b, const WorkPtr& w) {
         b.send(w, in.data_ptr(), static_cast<size_t>(in.numel()), in.dtype(), peer, tag);
       });
+}
+
+std::pair<Tensor, WorkPtr> start_recv(Group& g, const Shape& shape, DType dtype, int peer, int tag,
+                                      bool blocking) {
+  Tensor out = Tensor::uninitialized(shape, dtype);
+  WorkPtr w =
+      g.submit(p2p_info(OpKind::Recv, out, peer, tag, blocking), {&out},
+               [&](Backend& b, const WorkPtr& work) {
+                 b.recv(work, out.data_ptr(), static_cast<size_t>(out.numel()), dtype, peer, tag);
+               });
+  return {std::move(out), std::move(w)};
+}
+
+WorkPtr start_send(const Tensor& tensor, int dst, std::string_view group, int tag, const char* op,
+                   bool blocking) {
+  auto g = detail::lookup_for_op(group, op);
+  return start_send(*g, tensor, peer_rank(*g, dst, op, "dst"), tag, blocking);
 }
 
 std::pair<Tensor, WorkPtr> start_recv(const Shape& shape, DType dtype, int src,
                                       std::string_view group, int tag, const char* op,
                                       bool blocking) {
   auto g = detail::lookup_for_op(group, op);
-  int peer = peer_rank(*g, src, op, "src");
-  Tensor out = Tensor::uninitialized(shape, dtype);
-  WorkPtr w =
-      g->submit(p2p_info(OpKind::Recv, out, peer, tag, blocking), {&out},
-                [&](Backend& b, const WorkPtr& work) {
-                  b.recv(work, out.data_ptr(), static_cast<size_t>(out.numel()), dtype, peer, tag);
-                });
-  return {out, w};
+  return start_recv(*g, shape, dtype, peer_rank(*g, src, op, "src"), tag, blocking);
 }
 
 P2POp::Kind parse_kind(std::string_view op) {
@@ -119,26 +127,36 @@ std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
     throw TypeError("For batch_isend_irecv, p2p_op_list can not be empty list.");
   // Check every op before starting any: a bad op in the middle must not leave
   // earlier receives waiting for messages that will never come.
+  struct Target {
+    std::shared_ptr<Group> group;
+    int peer;  // group rank
+  };
+  std::vector<Target> targets;
+  targets.reserve(p2p_op_list.size());
   for (const P2POp& op : p2p_op_list) {
     auto g = detail::lookup_for_op(op.group, "batch_isend_irecv");
-    peer_rank(*g, op.peer, "batch_isend_irecv", op.kind == P2POp::Kind::ISEND ? "dst" : "src");
+    int peer =
+        peer_rank(*g, op.peer, "batch_isend_irecv", op.kind == P2POp::Kind::ISEND ? "dst" : "src");
+    targets.push_back({std::move(g), peer});
   }
   std::vector<Tensor> results;
   std::vector<WorkPtr> works;
+  results.reserve(p2p_op_list.size());
+  works.reserve(p2p_op_list.size());
   std::exception_ptr first_error;
   // Start everything before waiting on anything: that is what makes any order of
   // sends and receives safe.
-  for (const P2POp& op : p2p_op_list) {
+  for (size_t i = 0; i < p2p_op_list.size(); ++i) {
+    const P2POp& op = p2p_op_list[i];
+    Group& g = *targets[i].group;
     try {
       if (op.kind == P2POp::Kind::ISEND) {
-        works.push_back(
-            start_send(op.tensor, op.peer, op.group, op.tag, "batch_isend_irecv", true));
+        works.push_back(start_send(g, op.tensor, targets[i].peer, op.tag, true));
         results.push_back(Tensor::scalar(0));
       } else {
-        auto [out, w] = start_recv(op.recv_shape, op.recv_dtype, op.peer, op.group, op.tag,
-                                   "batch_isend_irecv", true);
-        works.push_back(w);
-        results.push_back(out);
+        auto [out, w] = start_recv(g, op.recv_shape, op.recv_dtype, targets[i].peer, op.tag, true);
+        works.push_back(std::move(w));
+        results.push_back(std::move(out));
       }
     } catch (...) {
       if (!first_error) first_error = std::current_exception();

@@ -125,26 +125,52 @@ void ShmEngine::enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
   group->queue.push_back(std::move(op));
 }
 
+template <typename Start>
+void ShmEngine::start_blocking_transfer(Start start) {
+  // As start_blocking: the caller drives it, so straight to the matcher (behind
+  // earlier transfers still in the inbox, which keeps messages between a pair of
+  // ranks in issue order) and a first step now: a small send is in the peer's
+  // ring, a receive takes a message already there, before drive() begins. (A send
+  // leaves incoming messages alone: a receive posted just after it is cheaper than
+  // an unexpected-message buffer.)
+  submitted_one(/*blocking=*/true);
+  std::lock_guard<std::mutex> lock(progress_mu_);
+  take_inbox();
+  start();
+}
+
 void ShmEngine::submit_send(SendRequest request) {
-  bool wake = !request.work->info().blocking;
-  submitted_one(!wake);
+  if (request.work->info().blocking) {
+    const int dst = request.dst;
+    return start_blocking_transfer([&] {
+      p2p_.add_send(std::move(request));
+      p2p_.advance_sends(dst);
+    });
+  }
+  submitted_one(/*blocking=*/false);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.sends.push_back(std::move(request));
     inbox_.filled.store(true, std::memory_order_release);
   }
-  if (wake) my_doorbell().ring();
+  my_doorbell().ring();
 }
 
 void ShmEngine::submit_recv(RecvRequest request) {
-  bool wake = !request.work->info().blocking;
-  submitted_one(!wake);
+  if (request.work->info().blocking) {
+    const int src = request.src;
+    return start_blocking_transfer([&] {
+      p2p_.add_recv(std::move(request));
+      p2p_.advance_incoming(src);
+    });
+  }
+  submitted_one(/*blocking=*/false);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
     inbox_.recvs.push_back(std::move(request));
     inbox_.filled.store(true, std::memory_order_release);
   }
-  if (wake) my_doorbell().ring();
+  my_doorbell().ring();
 }
 
 void ShmEngine::drain(ShmGroup* group) {

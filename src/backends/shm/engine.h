@@ -104,6 +104,8 @@ class ShmEngine final : public ProgressDriver {
   bool take_inbox();
   void count_queued(ShmGroup& group, int delta);  // progress lock held
   void start_blocking(ShmGroup* group, std::unique_ptr<OpState> op);
+  template <typename Start>
+  void start_blocking_transfer(Start start);
   // Appends to the group's queue (progress lock held; queue_size already counted).
   void enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
                std::chrono::steady_clock::time_point now);

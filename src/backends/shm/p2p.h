@@ -9,7 +9,7 @@
 // ring keeps flowing. Because rings are always drained, sends and receives
 // complete in any order: no batch of isend/irecv can deadlock.
 //
-// Used only by the progress thread.
+// Used only under the engine's progress lock.
 #pragma once
 
 #include <chrono>
@@ -59,6 +59,10 @@ class P2PMatcher {
   void add_recv(RecvRequest request);
   // Moves every transfer forward as far as possible. True if anything moved.
   bool advance();
+  // The same for the sends to one world rank, or the messages from one (a new
+  // request's first step).
+  bool advance_sends(int dst);
+  bool advance_incoming(int src);
   // Fails transfers past their deadline, or blocked on a dead peer.
   void check_stalls(std::chrono::steady_clock::time_point now, bool check_liveness);
   bool idle() const;
@@ -110,8 +114,6 @@ class P2PMatcher {
   static bool valid_header(const MessageHeader& h, std::string* why);
   // Cuts a source off after corrupt data: fails everything waiting on it.
   void break_source(int src, const std::string& what);
-  bool advance_sends(int dst);
-  bool advance_incoming(int src);
   void on_header(int src, const MessageHeader& h);
   void deliver_unexpected(Unexpected& u, Recv& r);
   void complete(const WorkPtr& work, std::exception_ptr error);
