@@ -235,7 +235,12 @@ class DirectAllGather final : public SymmetricOp {
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
     const bool stream = out_elems_ * esize_ >= kStreamingOutputBytes;
-    for (size_t p = 0; p < n_; ++p) pull(out_of(me_) + p * bytes, p, ins_[p], bytes, stream);
+    // Each rank starts with the next rank's piece, so with N > 2 the ranks read
+    // different sources at any moment instead of all reading rank 0 first.
+    for (size_t i = 1; i <= n_; ++i) {
+      const size_t p = (me_ + i) % n_;
+      pull(out_of(me_) + p * bytes, p, ins_[p], bytes, stream);
+    }
   }
 };
 
