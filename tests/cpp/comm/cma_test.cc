@@ -1,6 +1,6 @@
 // The CMA path (src/backends/shm/cma.h): all_gather, broadcast, gather and
-// scatter on ordinary tensors of 64 KiB to 8 MiB per rank read peers' memory
-// with process_vm_readv. Every dtype, world sizes 1-4, roots, sub-groups, sizes
+// scatter on ordinary tensors of 64 KiB to 8 MiB per rank, and all_to_all's
+// pieces of 32 KiB to 512 KiB, read peers' memory with process_vm_readv. Every dtype, world sizes 1-4, roots, sub-groups, sizes
 // on both sides of the thresholds; with COLLIE_CMA=0 on one rank the whole group
 // falls back to the slots (no mismatch), and results are the same either way.
 #include <sys/uio.h>
@@ -20,6 +20,44 @@ std::vector<int64_t> counts_for(DType dt) {
   return {(60 << 10) / es, (64 << 10) / es + 3, (1 << 20) / es + 1, (9 << 20) / es};
 }
 
+// Bytes group rank i sends to group rank j in the all_to_all check: a mix of
+// pieces read through CMA (32 KiB to 512 KiB, odd sizes too), small and large
+// staged ones, and empty ones, different for every pair.
+int64_t pair_bytes(int i, int j) {
+  static const int64_t palette[] = {0, 1000, 40 << 10, (200 << 10) + 24, 600 << 10, 33 << 10};
+  return palette[(i * 3 + j * 2 + (i == j ? 1 : 0)) % 6];
+}
+
+void run_all_to_all_mix(int rank, const std::vector<int>& members, const std::string& group,
+                        DType dt, SoftChecks& soft) {
+  const int n = static_cast<int>(members.size());
+  const int me = index_in(members, rank);
+  const int64_t es = static_cast<int64_t>(element_size(dt));
+  std::vector<int64_t> send(static_cast<size_t>(n)), recv(static_cast<size_t>(n));
+  int64_t sent = 0, received = 0;
+  for (int p = 0; p < n; ++p) {
+    send[static_cast<size_t>(p)] = pair_bytes(me, p) / es;
+    recv[static_cast<size_t>(p)] = pair_bytes(p, me) / es;
+    sent += send[static_cast<size_t>(p)];
+    received += recv[static_cast<size_t>(p)];
+  }
+  // Element k of the piece from i to j holds pattern_value(dt, 16 * i + j, k).
+  auto value_at = [&](const std::vector<int64_t>& counts, int fixed, bool fixed_is_sender,
+                      int64_t index) {
+    int p = 0;
+    while (index >= counts[static_cast<size_t>(p)]) index -= counts[static_cast<size_t>(p++)];
+    const int from = fixed_is_sender ? fixed : p, to = fixed_is_sender ? p : fixed;
+    return pattern_value(dt, 16 * from + to, index);
+  };
+  const std::string what =
+      "all_to_all " + std::string(dtype_name(dt)) + " mixed pieces on " + group;
+  soft.check(what, [&] {
+    Tensor x = make_tensor({sent}, dt, [&](int64_t k) { return value_at(send, me, true, k); });
+    auto [y, h] = all_to_all_single_with_output_shape({received}, x, recv, send, group);
+    check_tensor(y, dt, {received}, [&](int64_t k) { return value_at(recv, me, false, k); }, what);
+  });
+}
+
 void run_data_movers(int rank, const std::vector<int>& members, const std::string& group,
                      SoftChecks& soft) {
   const int n = static_cast<int>(members.size());
@@ -27,6 +65,7 @@ void run_data_movers(int rank, const std::vector<int>& members, const std::strin
   const int root_index = n - 1;  // group rank of the root
   const int root = members[static_cast<size_t>(root_index)];
   for (DType dt : {DType::Float32, DType::Int8, DType::Float64, DType::BFloat16, DType::Bool}) {
+    run_all_to_all_mix(rank, members, group, dt, soft);
     for (int64_t count : counts_for(dt)) {
       const std::string what = std::string(dtype_name(dt)) + " count=" + std::to_string(count) +
                                 " on " + group;
