@@ -282,7 +282,14 @@ class PiecewiseOp : public StepOp {
         piece_bytes_(piece_bytes(*c.group)),
         per_step_(piece_bytes(*c.group) / element_size(dtype)),
         contributes_(contributes),
-        pieces_(static_cast<size_t>(c.group->size())) {}
+        pieces_(static_cast<size_t>(c.group->size())) {
+    // All N pieces fit in the step line: packed there instead (one cache line
+    // per peer to read, with the flag and fingerprint).
+    if (count * esize_ * pieces_.size() <= kInlineBytes) {
+      set_inline();
+      piece_bytes_ = count * esize_;
+    }
+  }
 
  protected:
   // This rank's own piece never goes through its slot: consume() takes it from
