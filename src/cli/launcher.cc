@@ -19,6 +19,7 @@
 #include <set>
 #include <string_view>
 
+#include "cli/cpu_binding.h"
 #include "cli/output_tagger.h"
 #include "cli/shm_sweep.h"
 
@@ -181,6 +182,7 @@ class Supervisor {
 
   const RunOptions& opts_;
   std::string job_id_;
+  std::vector<int> cpus_;  // the launcher's allowed CPUs, for --bind-to
   std::vector<Rank> ranks_;
   int running_ = 0;
   int sfd_ = -1;
@@ -254,6 +256,9 @@ void Supervisor::exec_child(int r, const std::vector<std::string>& env, int out_
       if (devnull != STDIN_FILENO) ::close(devnull);
     }
   }
+  // Pinned before exec, so every thread the program starts inherits the CPU. A
+  // refusal (a CPU taken away meanwhile) only costs speed: the rank runs unpinned.
+  if (int cpu = cpu_for_rank(opts_.bind, r, opts_.nprocs, cpus_); cpu >= 0) bind_to_cpu(cpu);
   // Default signal state for the program.
   sigaction(SIGPIPE, &old_pipe_, nullptr);
   struct sigaction dfl {};
@@ -518,6 +523,7 @@ int Supervisor::run() {
   spec.timeout = opts_.timeout;
   spec.python_dir = python_dir_next_to(self_executable());
 
+  cpus_ = allowed_cpus();
   ranks_.resize(static_cast<std::size_t>(opts_.nprocs));
   for (int r = 0; r < opts_.nprocs; ++r) {
     spec.rank = r;

@@ -79,8 +79,8 @@ std::string generate_job_id() {
 }
 
 std::string run_usage() {
-  return "usage: collie run -n N [--timeout S] [--tag-output] [--job-id ID] [--] PROGRAM "
-         "[ARGS...]\n"
+  return "usage: collie run -n N [--timeout S] [--tag-output] [--job-id ID] [--bind-to P]\n"
+         "                  [--] PROGRAM [ARGS...]\n"
          "\n"
          "Starts N ranks of PROGRAM on this machine and supervises them.\n"
          "\n"
@@ -94,6 +94,9 @@ std::string run_usage() {
          "  --job-id ID       job id ([A-Za-z0-9], at most " +
          std::to_string(kMaxJobIdLength) +
          " characters); default: a fresh unique id\n"
+         "  --bind-to P       core: pin rank r to the r-th CPU it may use; none: no\n"
+         "                    pinning; auto (default): core when every rank gets a CPU\n"
+         "                    of its own (2 <= N <= CPUs), else none\n"
          "  -h, --help        show this help\n"
          "\n"
          "Each rank gets COLLIE_RANK, COLLIE_WORLD_SIZE, COLLIE_LOCAL_RANK,\n"
@@ -149,6 +152,11 @@ RunParse parse_run_options(const std::vector<std::string>& args) {
       if (!take_value(arg, "--timeout", &value)) return error("--timeout needs a number of seconds");
       if (auto e = check_timeout(value); !e.empty()) return error(e);
       o.timeout = value;
+    } else if (is(arg, "--bind-to")) {
+      if (!take_value(arg, "--bind-to", &value)) return error("--bind-to needs auto, core or none");
+      if (!parse_bind_policy(value, &o.bind)) {
+        return error("--bind-to expects auto, core or none, got '" + value + "'");
+      }
     } else if (arg == "--tag-output") {
       o.tag_output = true;
     } else if (is(arg, "--job-id")) {

@@ -1,6 +1,6 @@
 // run_options.h — the command line of `collie run`, parsed into RunOptions.
 //
-//   collie run -n N [--timeout S] [--tag-output] [--job-id ID] [--] PROGRAM ARGS...
+//   collie run -n N [--timeout S] [--tag-output] [--job-id ID] [--bind-to P] [--] PROGRAM ARGS...
 //
 // Parsing stops at the first argument that is not an option (or after "--"):
 // that argument is the program and everything after it belongs to the program,
@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "cli/cpu_binding.h"
 
 namespace collie::cli {
 
@@ -26,6 +28,7 @@ struct RunOptions {
   std::optional<std::string> timeout;   // --timeout S, as given (validated: a number > 0)
   bool tag_output = false;              // --tag-output
   std::optional<std::string> job_id;    // --job-id ID (validated with valid_job_id)
+  BindPolicy bind = BindPolicy::kAuto;  // --bind-to auto|core|none
   std::vector<std::string> command;     // PROGRAM ARGS...
 };
 

@@ -13,6 +13,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cli/cpu_binding.h"
 #include "cli/run_options.h"
 #include "segment_files.h"
 #include "test_util.h"
@@ -77,6 +78,39 @@ TEST(CliEndToEnd, EveryRankSeesItsEnvironment) {
     if (r == 0) job = env["COLLIE_JOB_ID"];
     EXPECT_EQ(env["COLLIE_JOB_ID"], job) << "rank " << r << " has another job id";
     EXPECT_FALSE(env["PATH"].empty()) << "the rest of the environment is inherited";
+  }
+}
+
+// The Cpus_allowed_list line of /proc/<pid>/status, e.g. "0" or "0-1".
+std::string cpus_allowed(const std::string& status) {
+  std::smatch m;
+  std::regex line("Cpus_allowed_list:\\s*(\\S+)");
+  return std::regex_search(status, m, line) ? m[1].str() : "?";
+}
+
+TEST(CliEndToEnd, RanksArePinnedToCpusAsAsked) {
+  const std::vector<int> cpus = allowed_cpus();
+  const std::string own = cpus_allowed(test::read_file("/proc/self/status"));
+  struct Case {
+    std::vector<std::string> opts;
+    int n;
+    bool pinned;
+  };
+  const bool auto_pins = cpus.size() >= 2;
+  for (const Case& c : {Case{{"--bind-to", "core"}, 3, true}, Case{{"--bind-to", "none"}, 2, false},
+                        Case{{}, 2, auto_pins}, Case{{}, static_cast<int>(cpus.size()) + 1, false}}) {
+    TempDir dir;
+    std::vector<std::string> opts = c.opts;
+    opts.insert(opts.begin(), {"-n", std::to_string(c.n)});
+    Finished f = run_sh(dir, opts, "cat /proc/self/status > status.$COLLIE_RANK");
+    ASSERT_TRUE(f.exited && f.code == 0) << describe(f);
+    for (int r = 0; r < c.n; ++r) {
+      const std::string got = cpus_allowed(test::read_file(dir.path() / ("status." + std::to_string(r))));
+      const std::string want =
+          c.pinned ? std::to_string(cpus[static_cast<size_t>(r) % cpus.size()]) : own;
+      EXPECT_EQ(got, want) << "rank " << r << " of " << c.n << " with options "
+                           << (c.opts.empty() ? "(none)" : c.opts[1]);
+    }
   }
 }
 

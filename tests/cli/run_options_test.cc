@@ -36,6 +36,17 @@ TEST(CliRunOptions, AllOptionsAndDoubleDash) {
   EXPECT_EQ(p.options.command, (V{"prog", "--tag-output", "-n", "9"}));
 }
 
+TEST(CliRunOptions, BindTo) {
+  EXPECT_EQ(parse({"-n", "2", "prog"}).options.bind, BindPolicy::kAuto);
+  EXPECT_EQ(parse({"-n", "2", "--bind-to", "core", "prog"}).options.bind, BindPolicy::kCore);
+  EXPECT_EQ(parse({"--bind-to=none", "-n", "2", "prog"}).options.bind, BindPolicy::kNone);
+  RunParse bad = parse({"-n", "2", "--bind-to", "socket", "prog"});
+  EXPECT_EQ(bad.kind, RunParse::Kind::kError);
+  EXPECT_NE(bad.error.find("--bind-to expects auto, core or none, got 'socket'"), std::string::npos)
+      << bad.error;
+  EXPECT_EQ(parse({"-n", "2", "--bind-to"}).kind, RunParse::Kind::kError);
+}
+
 TEST(CliRunOptions, OptionsAfterTheProgramBelongToIt) {
   RunParse p = parse({"-n", "2", "python3", "-c", "print(1)", "--timeout", "x"});
   ASSERT_EQ(p.kind, RunParse::Kind::kOk) << p.error;
