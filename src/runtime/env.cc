@@ -164,7 +164,8 @@ std::map<std::string, std::string> relevant_environment() {
   for (const char* n :
        {"COLLIE_TIMEOUT", "COLLIE_BACKEND", "COLLIE_SHM_SLOT_BYTES", "COLLIE_P2P_RING_BYTES",
         "COLLIE_SPIN_US", "COLLIE_MPI_REDUCTION", "COLLIE_ALLREDUCE_ALGO", "COLLIE_CMA",
-        "COLLIE_SHARED_CHUNK_BYTES", "PMIX_RANK", "SLURM_STEP_NUM_NODES", "RANK_ID", "RANK_SIZE"}) {
+        "COLLIE_SHARED_CHUNK_BYTES", "COLLIE_P2P_PULL", "PMIX_RANK", "SLURM_STEP_NUM_NODES",
+        "RANK_ID", "RANK_SIZE"}) {
     add(n);
   }
   return out;

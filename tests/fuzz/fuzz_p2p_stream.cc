@@ -16,7 +16,11 @@
 // are cut short), an odd byte raw bytes (1-byte length, the bytes): garbage,
 // misaligned headers, stray magic words. Headers are validated and an unexpected
 // message's buffer grows only with the bytes that arrive, so no declared size can
-// make the receiver allocate more than the stream holds.
+// make the receiver allocate more than the stream holds. Start bytes of 2 mod 4
+// make pulled messages (p2p.h; the one-rank world agrees on CMA with itself):
+// the receiver reads its own memory at the address the stream names, a real
+// buffer or an unmapped one; an unreadable one fails only that message, and an
+// unexpected message's buffer grows in doubling pieces as reads succeed.
 #include <unistd.h>
 
 #include <chrono>
@@ -94,6 +98,32 @@ std::vector<uint8_t> build_stream(const uint8_t* p, size_t n) {
       h.group_id = f[2] % 2 == 0 ? kGroupId : kGroupId + f[2];
       h.nbytes = 0;
       for (int b = 0; b < 5; ++b) h.nbytes |= static_cast<uint64_t>(f[3 + b]) << (8 * b);
+      if (kind % 4 == 2) {
+        // A pulled message: the header, then where the payload is. Even address
+        // byte: inside a real buffer of this process (the read succeeds; the size
+        // is kept within it); odd: an address below 64 KiB (never mapped, so the
+        // read fails, whatever size the header claims). Not any address: one in
+        // a large mapped region (ASan's shadow) would be read, as it should, into
+        // gigabytes of buffer, past the fuzzer's memory limit.
+        h.magic = collie::detail::kPulledMessageMagic;
+        auto a = take(9);
+        a.resize(9, 0);
+        uint64_t address = 0;
+        if (a[0] % 2 == 0) {
+          static uint8_t source[1 << 16];
+          const uint64_t at = a[1] * 64u;
+          h.nbytes = std::min<uint64_t>(h.nbytes, sizeof source - at);
+          address = reinterpret_cast<uint64_t>(source + at);
+        } else {
+          std::memcpy(&address, a.data() + 1, 8);
+          address &= 0xffff;
+        }
+        const auto* hb = reinterpret_cast<const uint8_t*>(&h);
+        out.insert(out.end(), hb, hb + sizeof h);
+        const auto* ab = reinterpret_cast<const uint8_t*>(&address);
+        out.insert(out.end(), ab, ab + sizeof address);
+        continue;
+      }
       const auto* hb = reinterpret_cast<const uint8_t*>(&h);
       out.insert(out.end(), hb, hb + sizeof h);
       auto payload = take(std::min<uint64_t>(h.nbytes, 8192));

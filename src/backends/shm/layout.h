@@ -21,6 +21,9 @@ namespace collie::detail {
 
 inline constexpr uint64_t kSegmentMagic = 0x31454C4C4F43ull;  // "COLLE1"
 inline constexpr uint32_t kMessageMagic = 0xC011E5E5u;
+// A pulled message: the header is followed by the 8-byte address of the payload
+// in the sender's memory instead of the payload (p2p.h).
+inline constexpr uint32_t kPulledMessageMagic = 0xC011E5E6u;
 
 struct SegmentHeader {
   std::atomic<uint64_t> magic{0};  // stored last (release): the segment is initialised
@@ -58,8 +61,10 @@ struct StepControl {
 
 // One single-producer single-consumer byte ring from the owner to one destination.
 struct RingControl {
-  alignas(64) std::atomic<uint64_t> head{0};  // bytes written (owner)
-  alignas(64) std::atomic<uint64_t> tail{0};  // bytes consumed (destination)
+  alignas(64) std::atomic<uint64_t> head{0};       // bytes written (owner)
+  std::atomic<uint64_t> pulls_cancelled{0};        // pulled messages given up on (owner)
+  alignas(64) std::atomic<uint64_t> tail{0};       // bytes consumed (destination)
+  std::atomic<uint64_t> pulls_done{0};             // pulled messages read (destination)
 };
 
 // Header of a point-to-point message in a ring.

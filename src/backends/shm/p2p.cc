@@ -1,9 +1,13 @@
 #include "backends/shm/p2p.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <thread>
 
 #include "runtime/coarse_clock.h"
+#include "backends/shm/cma.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
 
@@ -27,6 +31,20 @@ void ring_read(const uint8_t* ring, uint64_t size, uint64_t pos, void* dst, uint
   }
 }
 
+// Pull messages that do not fit the ring? COLLIE_P2P_PULL=always|never|auto;
+// auto: when there are more ranks than CPUs (see p2p.h).
+bool pull_policy(int world_size) {
+  const char* v = std::getenv("COLLIE_P2P_PULL");
+  const std::string policy = v != nullptr ? v : "auto";
+  if (policy == "always") return true;
+  if (policy == "never") return false;
+  if (policy != "auto" && !policy.empty()) {
+    throw ValueError("environment variable COLLIE_P2P_PULL='" + policy +
+                     "' is not auto, always or never");
+  }
+  return static_cast<unsigned>(world_size) > std::max(1u, std::thread::hardware_concurrency());
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t,
                      std::chrono::steady_clock::time_point now) {
   return std::chrono::duration<double>(now - t).count();
@@ -40,11 +58,15 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
       ring_(std::move(ring)),
       finished_(std::move(finished)),
       sends_(static_cast<size_t>(world.size())),
+      awaiting_pull_(static_cast<size_t>(world.size())),
+      pulls_sent_(static_cast<size_t>(world.size()), 0),
+      pulls_seen_(static_cast<size_t>(world.size()), 0),
       channel_broken_(static_cast<size_t>(world.size()), false),
       source_broken_(static_cast<size_t>(world.size()), false),
       posted_(static_cast<size_t>(world.size())),
       unexpected_(static_cast<size_t>(world.size())),
-      incoming_(static_cast<size_t>(world.size())) {}
+      incoming_(static_cast<size_t>(world.size())),
+      pull_large_(pull_policy(world.size())) {}
 
 void P2PMatcher::complete(const WorkPtr& work, std::exception_ptr error) {
   const bool blocking = work->info().blocking;
@@ -79,7 +101,10 @@ void P2PMatcher::add_send(SendRequest request) {
                                std::to_string(dst) + " broke in an earlier failed send")));
     return;
   }
-  sends_[static_cast<size_t>(dst)].push_back(Send{std::move(request), false, 0, coarse_now()});
+  const bool pulled = pull_large_ && world_.cma() && dst != world_.rank() &&
+                      request.nbytes + sizeof(MessageHeader) > world_.ring_bytes();
+  sends_[static_cast<size_t>(dst)].push_back(
+      Send{std::move(request), false, 0, coarse_now(), pulled, 0});
 }
 
 void P2PMatcher::add_recv(RecvRequest request) {
@@ -105,6 +130,11 @@ void P2PMatcher::add_recv(RecvRequest request) {
 }
 
 void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
+  if (!u.error.empty()) {
+    complete(r.req.work, std::make_exception_ptr(
+                             CommError(r.req.work->info().describe() + ": " + u.error)));
+    return;
+  }
   if (u.header.nbytes != r.req.nbytes || u.header.dtype != static_cast<uint32_t>(r.req.dtype)) {
     complete(r.req.work, size_mismatch(r.req.src, u.header, r.req));
     return;
@@ -117,7 +147,10 @@ bool P2PMatcher::advance() {
   bool moved = false;
   for (int peer = 0; peer < world_.size(); ++peer) {
     moved |= advance_incoming(peer);
-    if (!sends_[static_cast<size_t>(peer)].empty()) moved |= advance_sends(peer);
+    if (!sends_[static_cast<size_t>(peer)].empty() ||
+        !awaiting_pull_[static_cast<size_t>(peer)].empty()) {
+      moved |= advance_sends(peer);
+    }
   }
   return moved;
 }
@@ -133,6 +166,24 @@ bool P2PMatcher::advance_sends(int dst) {
   while (!queue.empty()) {
     Send& s = queue.front();
     uint64_t space = size - (head - tail);
+    if (s.pulled) {
+      // Header and address are published together (one head update), so a
+      // receiver that sees the header sees the address.
+      const uint64_t address = reinterpret_cast<uint64_t>(s.req.data);
+      if (space < sizeof(MessageHeader) + sizeof address) break;
+      MessageHeader h{kPulledMessageMagic, static_cast<uint32_t>(s.req.dtype), s.req.tag,
+                      s.req.group_id, s.req.nbytes};
+      ring_write(ring, size, head, &h, sizeof(h));
+      ring_write(ring, size, head + sizeof(h), &address, sizeof address);
+      head += sizeof(h) + sizeof address;
+      s.header_written = true;
+      s.pull_seq = ++pulls_sent_[static_cast<size_t>(dst)];
+      s.last_progress = coarse_now();
+      awaiting_pull_[static_cast<size_t>(dst)].push_back(std::move(s));
+      queue.pop_front();
+      moved = true;
+      continue;
+    }
     if (!s.header_written) {
       if (space < sizeof(MessageHeader)) break;
       MessageHeader h{kMessageMagic, static_cast<uint32_t>(s.req.dtype), s.req.tag, s.req.group_id,
@@ -161,7 +212,81 @@ bool P2PMatcher::advance_sends(int dst) {
     if (!queue.empty()) queue.front().last_progress = coarse_now();
     ring_(dst);
   }
+  return complete_pulled(dst) || moved;
+}
+
+bool P2PMatcher::complete_pulled(int dst) {
+  auto& waiting = awaiting_pull_[static_cast<size_t>(dst)];
+  if (waiting.empty()) return false;
+  // The receiver takes pulled messages in ring order, so one count says which.
+  const uint64_t done =
+      world_.ring_control(world_.rank(), dst).pulls_done.load(std::memory_order_acquire);
+  bool moved = false;
+  while (!waiting.empty() && waiting.front().pull_seq <= done) {
+    WorkPtr work = waiting.front().req.work;
+    waiting.pop_front();
+    complete(work, nullptr);
+    moved = true;
+  }
   return moved;
+}
+
+void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) {
+  const uint64_t seq = ++pulls_seen_[static_cast<size_t>(src)];
+  RingControl& ctl = world_.ring_control(src, world_.rank());
+  // An exception if the sender gave up on this message: its memory may be reused.
+  auto check_not_cancelled = [&] {
+    if (ctl.pulls_cancelled.load(std::memory_order_acquire) >= seq) {
+      throw CommError("rank " + std::to_string(src) +
+                      " gave up on this message (its send timed out) before it was read");
+    }
+  };
+  auto& posted = posted_[static_cast<size_t>(src)];
+  auto it = std::find_if(posted.begin(), posted.end(),
+                         [&](const Recv& r) { return matches(h, r.req); });
+  if (it != posted.end()) {
+    Recv r = std::move(*it);
+    posted.erase(it);
+    std::exception_ptr error;
+    if (h.nbytes != r.req.nbytes || h.dtype != static_cast<uint32_t>(r.req.dtype)) {
+      error = size_mismatch(src, h, r.req);
+    } else {
+      try {
+        check_not_cancelled();
+        cma_read(world_.pid(src), r.req.data, address, h.nbytes, src);
+      } catch (const std::exception& e) {
+        error = std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + e.what()));
+      }
+    }
+    complete(r.req.work, error);
+  } else {
+    // Nobody asked yet: read it now anyway, so the sender is never held up by
+    // the order of this rank's receives.
+    // (A message that cannot be read fails only the receive that claims it.)
+    auto& list = unexpected_[static_cast<size_t>(src)];
+    list.push_back(Unexpected{h, {}, h.nbytes, std::nullopt, {}});
+    Unexpected& u = list.back();
+    try {
+      check_not_cancelled();
+      // Read in doubling pieces: a header is external input, and a size it merely
+      // claims (up to 1 TiB) must not be allocated before that memory proved readable.
+      for (uint64_t got = 0; got < h.nbytes;) {
+        const uint64_t n = std::min<uint64_t>(h.nbytes - got, std::max<uint64_t>(got, 1u << 20));
+        u.data.resize(got + n);
+        cma_read(world_.pid(src), u.data.data() + got, address + got, n, src);
+        got += n;
+      }
+    } catch (const std::bad_alloc&) {
+      u.data = {};
+      u.error = "no memory to buffer an unexpected message of " + std::to_string(h.nbytes) +
+                " bytes from rank " + std::to_string(src);
+    } catch (const std::exception& e) {
+      u.data = {};
+      u.error = e.what();
+    }
+  }
+  ctl.pulls_done.store(seq, std::memory_order_release);
+  ring_(src);
 }
 
 void P2PMatcher::on_header(int src, const MessageHeader& h) {
@@ -187,7 +312,7 @@ void P2PMatcher::on_header(int src, const MessageHeader& h) {
   // The buffer grows as the payload arrives (append_unexpected), so memory follows
   // the bytes actually sent, never a size a header merely claims.
   auto& list = unexpected_[static_cast<size_t>(src)];
-  list.push_back(Unexpected{h, {}, 0, std::nullopt});
+  list.push_back(Unexpected{h, {}, 0, std::nullopt, {}});
   in.unexpected = &list.back();
 }
 
@@ -213,7 +338,7 @@ bool P2PMatcher::append_unexpected(int src, const uint8_t* ring, uint64_t pos, u
 }
 
 bool P2PMatcher::valid_header(const MessageHeader& h, std::string* why) {
-  if (h.magic != kMessageMagic) {
+  if (h.magic != kMessageMagic && h.magic != kPulledMessageMagic) {
     *why = "bad header magic";
     return false;
   }
@@ -272,12 +397,30 @@ bool P2PMatcher::advance_incoming(int src) {
         tail = head;
         break;
       }
+      avail -= sizeof(h);
+      if (h.magic == kPulledMessageMagic) {
+        uint64_t address = 0;
+        if (!world_.cma() || avail < sizeof address) {
+          break_source(src, "p2p stream from rank " + std::to_string(src) +
+                                " is corrupt (a pulled message without CMA or address)");
+          tail = head;
+          break;
+        }
+        ring_read(ring, size, tail, &address, sizeof address);
+        tail += sizeof address;
+        avail -= sizeof address;
+        take_pulled(src, h, address);
+        if (source_broken_[static_cast<size_t>(src)]) {
+          tail = head;
+          break;
+        }
+        continue;
+      }
       on_header(src, h);
       if (source_broken_[static_cast<size_t>(src)]) {
         tail = head;
         break;
       }
-      avail -= sizeof(h);
     }
     uint64_t n = std::min(avail, in.remaining);
     if (n > 0) {
@@ -343,6 +486,31 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
         queue.clear();
       }
     }
+    // Pulled sends whose data the receiver has not read: it reads every pulled
+    // header as soon as its engine runs, so waiting long means it does not run.
+    auto& waiting = awaiting_pull_[static_cast<size_t>(peer)];
+    if (!waiting.empty() && !complete_pulled(peer)) {
+      const Send& s = waiting.front();
+      std::exception_ptr err;
+      if (peer_dead) {
+        err = std::make_exception_ptr(CommError(
+            s.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " +
+            std::to_string(world_.pid(peer)) + ") died before reading the message"));
+      } else if (seconds_since(s.last_progress, now) > s.req.timeout_seconds) {
+        err = std::make_exception_ptr(TimeoutError(
+            s.req.work->info().describe() + ": rank " + std::to_string(peer) +
+            " did not read the message for " + format_seconds(s.req.timeout_seconds) +
+            " (is its process stopped?)"));
+      }
+      if (err) {
+        // From here on the sender's memory is not guaranteed: a late receiver
+        // must not read it.
+        world_.ring_control(me, peer).pulls_cancelled.store(waiting.back().pull_seq,
+                                                            std::memory_order_release);
+        for (auto& q : waiting) complete(q.req.work, err);
+        waiting.clear();
+      }
+    }
     // Receives waiting for a message (posted, claimed unexpected, or mid-stream).
     RingControl& ctl = world_.ring_control(peer, me);
     bool data_left =
@@ -391,7 +559,10 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
 
 bool P2PMatcher::idle() const {
   for (size_t i = 0; i < sends_.size(); ++i) {
-    if (!sends_[i].empty() || !posted_[i].empty() || incoming_[i].recv) return false;
+    if (!sends_[i].empty() || !awaiting_pull_[i].empty() || !posted_[i].empty() ||
+        incoming_[i].recv) {
+      return false;
+    }
     for (const auto& u : unexpected_[i]) {
       if (u.claimant) return false;
     }

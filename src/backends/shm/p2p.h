@@ -9,6 +9,21 @@
 // ring keeps flowing. Because rings are always drained, sends and receives
 // complete in any order: no batch of isend/irecv can deadlock.
 //
+// With more ranks than CPUs, messages that do not fit the ring, between ranks that
+// agreed on CMA are *pulled*: the ring carries only the header and the payload's
+// address, and the receiver reads the payload straight from the sender's memory
+// with one process_vm_readv (into the matched receive, or into an unexpected
+// buffer when none is posted yet, so the no-deadlock rule holds). The receiver
+// then counts the message as read (RingControl::pulls_done) and the send
+// completes. Streaming such a message through the ring needs sender and receiver
+// scheduled at the same time, over and over, which an oversubscribed machine
+// rarely grants (4 ranks on 2 cores, 1 MiB: 1.2 ms streamed, 0.2 ms pulled); with
+// a CPU per rank the stream wins (both ranks copy at once; 2 ranks, 4 MiB: 0.30
+// ms streamed, 0.50 ms pulled), so it stays. A send that fails (timeout) after
+// publishing its header is marked cancelled (pulls_cancelled), so a receiver
+// arriving late refuses to read memory the sender no longer guarantees.
+// COLLIE_P2P_PULL=always|never overrides the choice (auto: pull when oversubscribed).
+//
 // Used only under the engine's progress lock.
 #pragma once
 
@@ -74,6 +89,8 @@ class P2PMatcher {
     bool header_written = false;
     uint64_t sent = 0;
     Clock::time_point last_progress;
+    bool pulled = false;    // sent as a pulled message
+    uint64_t pull_seq = 0;  // its number among the pulled messages to this destination
   };
   struct Recv {
     RecvRequest req;
@@ -84,6 +101,7 @@ class P2PMatcher {
     std::vector<uint8_t> data;
     uint64_t received = 0;
     std::optional<Recv> claimant;  // a receive that matched while still arriving
+    std::string error;             // a pulled message that could not be read: why
   };
   // The message currently streaming in from one source.
   struct Incoming {
@@ -99,14 +117,23 @@ class P2PMatcher {
   std::function<void(int)> ring_;
   std::function<void(bool)> finished_;
   std::vector<std::deque<Send>> sends_;            // by destination
+  std::vector<std::deque<Send>> awaiting_pull_;    // by destination: pulled, not yet read
+  std::vector<uint64_t> pulls_sent_;               // by destination
+  std::vector<uint64_t> pulls_seen_;               // by source: pulled headers taken
   std::vector<bool> channel_broken_;               // by destination
   std::vector<bool> source_broken_;                // by source: its stream was corrupt
   std::vector<std::list<Recv>> posted_;            // by source
   std::vector<std::list<Unexpected>> unexpected_;  // by source
   std::vector<Incoming> incoming_;                 // by source
+  bool pull_large_;                                // more ranks than CPUs: pull large messages
 
   // Messages larger than this are refused as corrupt headers (1 TiB).
   static constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
+  // A pulled header arrived from `src` (its address word already read): read the
+  // payload into the matching receive or an unexpected buffer, then count it read.
+  void take_pulled(int src, const MessageHeader& h, uint64_t address);
+  // Completes the pulled sends to `dst` that the receiver has read.
+  bool complete_pulled(int dst);
   // Appends n payload bytes at ring position `pos` to the unexpected message
   // arriving from `src`; false (source broken) when memory runs out.
   bool append_unexpected(int src, const uint8_t* ring, uint64_t pos, uint64_t n);

@@ -1,6 +1,14 @@
 // Point-to-point: send/recv, isend/irecv for every dtype and count (chunked through 4 KiB
 // rings), rings over world sizes 2-4, tags matched out of order, FIFO per tag, sending to
-// oneself, world ranks in unsorted sub-groups, non-contiguous sends, size/dtype mismatch.
+// oneself, world ranks in unsorted sub-groups, non-contiguous sends, size/dtype mismatch;
+// pulled messages (read from the sender's memory): the same results, mismatches,
+// and a timed-out pulled send that must not be read later.
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -208,6 +216,107 @@ TEST(P2P, SizeOrDtypeMismatchIsCommError) {
       RCHECK_THROWS(recv(Tensor::zeros({4}, DType::Int32), 0, WORLD, 2), collie::CommError, "recv");
     }
   });
+}
+
+// Messages that do not fit the (4 KiB) ring are pulled or streamed as
+// COLLIE_P2P_PULL says; every result is the same either way: rings, tags received
+// out of order (pulled messages become unexpected ones), sizes that disagree.
+using PullCase = std::tuple<int, std::string>;
+class P2PPull : public ::testing::TestWithParam<PullCase> {};
+
+TEST_P(P2PPull, SameResultsPulledOrStreamed) {
+  const auto [n, policy] = GetParam();
+  RunOptions o = small_chunks();
+  o.env.push_back({"COLLIE_P2P_PULL", policy});
+  run_ranks(n, [n = n](int rank) {
+    SoftChecks soft;
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    for (DType dt : {DType::Float32, DType::Int8, DType::Float64}) {
+      for (int64_t count : {int64_t{3}, int64_t{5000}, int64_t{70001}}) {
+        const std::string what = std::string(dtype_name(dt)) + " count " + std::to_string(count);
+        soft.check("ring " + what, [&] {
+          Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+          CommHandle h = isend(x, next);
+          Tensor y = recv(Tensor::zeros({count}, dt), prev);
+          h.wait();
+          check_tensor(y, dt, {count}, [&](int64_t i) { return pattern_value(dt, prev, i); },
+                       "ring " + what);
+        });
+      }
+    }
+    soft.check("tags out of order", [&] {
+      const int64_t count = 20000;
+      if (rank == 0) {
+        CommHandle a = isend(Tensor::full({count}, 1.0), 1, WORLD, 1);
+        CommHandle b = isend(Tensor::full({count}, 2.0), 1, WORLD, 2);
+        a.wait();
+        b.wait();
+      } else if (rank == 1) {
+        Tensor second = recv(Tensor::zeros({count}), 0, WORLD, 2);
+        Tensor first = recv(Tensor::zeros({count}), 0, WORLD, 1);
+        check_tensor(second, DType::Float32, {count}, [](int64_t) { return 2.0; }, "tag 2");
+        check_tensor(first, DType::Float32, {count}, [](int64_t) { return 1.0; }, "tag 1");
+      }
+    });
+    soft.check("size mismatch, then the pair carries on", [&] {
+      const int64_t count = 20000;
+      if (rank == 0) {
+        send(Tensor::ones({count}), 1, WORLD, 3);
+        send(Tensor::full({count}, 4.0), 1, WORLD, 4);
+      } else if (rank == 1) {
+        RCHECK_THROWS(recv(Tensor::zeros({count + 1}), 0, WORLD, 3), collie::CommError,
+                      "bytes of float32 but this receive expects");
+        Tensor y = recv(Tensor::zeros({count}), 0, WORLD, 4);
+        check_tensor(y, DType::Float32, {count}, [](int64_t) { return 4.0; }, "after a mismatch");
+      }
+    });
+    barrier();
+    soft.finish();
+  }, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, P2PPull,
+                         ::testing::Combine(::testing::Values(2, 3),
+                                            ::testing::Values("always", "never")),
+                         [](const ::testing::TestParamInfo<PullCase>& info) {
+                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
+
+// State letter of a process ('T': stopped), from /proc/<pid>/stat.
+char process_state(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
+}
+
+// A pulled send whose receiver does not run (stopped) times out; the sender may
+// reuse that memory from then on, so the receiver, once resumed, must refuse the
+// message (CommError) rather than read it, and the pair must carry on.
+TEST(P2P, TimedOutPulledSendIsNeverReadLater) {
+  RunOptions o = small_chunks();
+  o.env.push_back({"COLLIE_P2P_PULL", "always"});
+  o.env.push_back({"COLLIE_TIMEOUT", "1"});
+  run_ranks(2, [](int rank) {
+    const int64_t count = 20000;
+    if (rank == 0) {
+      send(Tensor::full({1}, static_cast<double>(getpid()), DType::Int64), 1);
+      raise(SIGSTOP);  // rank 1 resumes us once its send has timed out
+      RCHECK_THROWS(recv(Tensor::zeros({count}), 1, WORLD, 7), collie::CommError,
+                    "gave up on this message");
+      Tensor y = recv(Tensor::zeros({count}), 1, WORLD, 8);
+      check_tensor(y, DType::Float32, {count}, [](int64_t) { return 8.0; }, "after the refusal");
+    } else {
+      const auto peer = static_cast<pid_t>(recv(Tensor::zeros({1}, DType::Int64), 0).item(0));
+      while (process_state(peer) != 'T') std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      RCHECK_THROWS(send(Tensor::full({count}, 7.0), 0, WORLD, 7), collie::TimeoutError,
+                    "did not read the message");
+      kill(peer, SIGCONT);
+      send(Tensor::full({count}, 8.0), 0, WORLD, 8);
+    }
+  }, o);
 }
 
 }  // namespace
