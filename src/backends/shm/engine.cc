@@ -86,15 +86,21 @@ void ShmEngine::finished_one(bool blocking) {
   pending_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
-  if (op->work()->info().blocking) return start_blocking(group, std::move(op));
+template <typename Item>
+void ShmEngine::post_async(std::vector<Item>& box, Item item) {
+  // The progress thread takes it from the inbox (and is woken for it).
   submitted_one(/*blocking=*/false);
   {
     std::lock_guard<std::mutex> lock(inbox_.mu);
-    inbox_.collectives.emplace_back(group, std::move(op));
+    box.push_back(std::move(item));
     inbox_.filled.store(true, std::memory_order_release);
   }
   my_doorbell().ring();
+}
+
+void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
+  if (op->work()->info().blocking) return start_blocking(group, std::move(op));
+  post_async(inbox_.collectives, std::make_pair(group, std::move(op)));
 }
 
 void ShmEngine::start_blocking(ShmGroup* group, std::unique_ptr<OpState> op) {
@@ -147,13 +153,7 @@ void ShmEngine::submit_send(SendRequest request) {
       p2p_.advance_sends(dst);
     });
   }
-  submitted_one(/*blocking=*/false);
-  {
-    std::lock_guard<std::mutex> lock(inbox_.mu);
-    inbox_.sends.push_back(std::move(request));
-    inbox_.filled.store(true, std::memory_order_release);
-  }
-  my_doorbell().ring();
+  post_async(inbox_.sends, std::move(request));
 }
 
 void ShmEngine::submit_recv(RecvRequest request) {
@@ -164,13 +164,7 @@ void ShmEngine::submit_recv(RecvRequest request) {
       p2p_.advance_incoming(src);
     });
   }
-  submitted_one(/*blocking=*/false);
-  {
-    std::lock_guard<std::mutex> lock(inbox_.mu);
-    inbox_.recvs.push_back(std::move(request));
-    inbox_.filled.store(true, std::memory_order_release);
-  }
-  my_doorbell().ring();
+  post_async(inbox_.recvs, std::move(request));
 }
 
 void ShmEngine::drain(ShmGroup* group) {

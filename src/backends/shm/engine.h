@@ -106,6 +106,8 @@ class ShmEngine final : public ProgressDriver {
   void start_blocking(ShmGroup* group, std::unique_ptr<OpState> op);
   template <typename Start>
   void start_blocking_transfer(Start start);
+  template <typename Item>
+  void post_async(std::vector<Item>& box, Item item);
   // Appends to the group's queue (progress lock held; queue_size already counted).
   void enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
                std::chrono::steady_clock::time_point now);

@@ -461,6 +461,21 @@ bool P2PMatcher::advance_incoming(int src) {
   return moved;
 }
 
+std::exception_ptr P2PMatcher::send_stalled(const Send& s, int peer, bool peer_dead,
+                                             Clock::time_point now, const char* dead,
+                                             const char* silent, const char* hint) const {
+  const std::string who = s.req.work->info().describe() + ": rank " + std::to_string(peer);
+  if (peer_dead) {
+    return std::make_exception_ptr(
+        CommError(who + " (pid " + std::to_string(world_.pid(peer)) + ") " + dead));
+  }
+  if (seconds_since(s.last_progress, now) > s.req.timeout_seconds) {
+    return std::make_exception_ptr(TimeoutError(who + " " + silent + " " +
+                                                format_seconds(s.req.timeout_seconds) + " " + hint));
+  }
+  return nullptr;
+}
+
 void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
   const int me = world_.rank();
   for (int peer = 0; peer < world_.size(); ++peer) {
@@ -469,17 +484,9 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
     auto& queue = sends_[static_cast<size_t>(peer)];
     if (!queue.empty()) {
       Send& s = queue.front();
-      std::exception_ptr err;
-      if (peer_dead) {
-        err = std::make_exception_ptr(CommError(
-            s.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " +
-            std::to_string(world_.pid(peer)) + ") died; the message could not be delivered"));
-      } else if (seconds_since(s.last_progress, now) > s.req.timeout_seconds) {
-        err = std::make_exception_ptr(TimeoutError(s.req.work->info().describe() + ": rank " +
-                                                   std::to_string(peer) + " did not receive for " +
-                                                   format_seconds(s.req.timeout_seconds) +
-                                                   " (is it calling recv?)"));
-      }
+      std::exception_ptr err =
+          send_stalled(s, peer, peer_dead, now, "died; the message could not be delivered",
+                       "did not receive for", "(is it calling recv?)");
       if (err) {
         if (s.header_written) channel_broken_[static_cast<size_t>(peer)] = true;
         for (auto& q : queue) complete(q.req.work, err);
@@ -490,18 +497,9 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
     // header as soon as its engine runs, so waiting long means it does not run.
     auto& waiting = awaiting_pull_[static_cast<size_t>(peer)];
     if (!waiting.empty() && !complete_pulled(peer)) {
-      const Send& s = waiting.front();
-      std::exception_ptr err;
-      if (peer_dead) {
-        err = std::make_exception_ptr(CommError(
-            s.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " +
-            std::to_string(world_.pid(peer)) + ") died before reading the message"));
-      } else if (seconds_since(s.last_progress, now) > s.req.timeout_seconds) {
-        err = std::make_exception_ptr(TimeoutError(
-            s.req.work->info().describe() + ": rank " + std::to_string(peer) +
-            " did not read the message for " + format_seconds(s.req.timeout_seconds) +
-            " (is its process stopped?)"));
-      }
+      std::exception_ptr err =
+          send_stalled(waiting.front(), peer, peer_dead, now, "died before reading the message",
+                       "did not read the message for", "(is its process stopped?)");
       if (err) {
         // From here on the sender's memory is not guaranteed: a late receiver
         // must not read it.

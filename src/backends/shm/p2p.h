@@ -134,6 +134,11 @@ class P2PMatcher {
   void take_pulled(int src, const MessageHeader& h, uint64_t address);
   // Completes the pulled sends to `dst` that the receiver has read.
   bool complete_pulled(int dst);
+  // The error of send `s`, stuck at `peer`, or nullptr while it may still go on:
+  // CommError "<op>: rank P (pid X) <dead>" if the peer died, TimeoutError
+  // "<op>: rank P <silent> T s <hint>" past the deadline.
+  std::exception_ptr send_stalled(const Send& s, int peer, bool peer_dead, Clock::time_point now,
+                                  const char* dead, const char* silent, const char* hint) const;
   // Appends n payload bytes at ring position `pos` to the unexpected message
   // arriving from `src`; false (source broken) when memory runs out.
   bool append_unexpected(int src, const uint8_t* ring, uint64_t pos, uint64_t n);
