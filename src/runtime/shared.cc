@@ -25,8 +25,10 @@ Tensor empty_shared(const Shape& shape, DType dtype) {
 }
 
 bool is_shared(const Tensor& t) {
-  if (!t.is_contiguous()) return false;
-  return detail::SharedArena::instance().locate(t.data_ptr(), t.nbytes()).present != 0;
+  const auto& arena = detail::SharedArena::instance();
+  // Checked first: every collective asks this of its input to choose its output.
+  if (!arena.in_use() || !t.is_contiguous()) return false;
+  return arena.locate(t.data_ptr(), t.nbytes()).present != 0;
 }
 
 namespace detail {

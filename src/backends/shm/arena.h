@@ -61,6 +61,8 @@ class SharedArena {
 
   // Where [p, p + nbytes) is, if it lies inside one of this rank's chunks.
   ArenaRef locate(const void* p, size_t nbytes) const;
+  // False while no chunk exists: then nothing is shared (one atomic load).
+  bool in_use() const { return has_chunks_.load(std::memory_order_acquire); }
 
   // Chunk segment name for `world_rank`'s chunk `chunk` of job `job_id`.
   static std::string chunk_name(const std::string& job_id, int world_rank, uint32_t chunk);
