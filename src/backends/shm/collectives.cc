@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <cstring>
 
@@ -376,25 +377,33 @@ class BarrierOp final : public StepOp {
 // must be what j expects from i; a mismatch fails on every rank alike, before any
 // data is read), then takes its data, and the matrix says how many more steps
 // the largest piece needs. So a call whose pieces fit one slot is one step.
-// Staged all_to_all. Step 0 carries every rank's counts and the input's address,
-// then the pieces go through the slots, a piece of about B/N per pair and step.
-// Where the group agreed on CMA, the pieces of kCmaPairMin to kCmaPairMax bytes
-// skip the slots: the receiver reads them from the sender's input in step 0
-// (one copy instead of two; 2 ranks, 128 KiB-512 KiB per rank: about 1.5x
-// faster), and a second step makes sure every such read finished before anyone
-// returns (and frees its input). Which pairs are read that way depends only on
-// their count, which sender and receiver agree on (the count check runs first).
+// all_to_all. Step 0 carries every rank's counts and where its input is, then
+// the pieces go through the slots, a piece of about B/N per pair and step. Some
+// pieces skip the slots: the receiver reads them from the sender's input in step
+// 0 (one copy instead of two), and a second step makes sure every such read
+// finished before anyone returns (and frees its input):
+//   - where the group agreed on CMA, pieces of kCmaPairMin to kCmaPairMax bytes,
+//     read with process_vm_readv (2 ranks, 128 KiB-512 KiB per rank: about 1.5x
+//     faster);
+//   - when every rank's input is in the shared arena (`shared_input`), pieces of
+//     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
+//     shared tensors stay a single step.
+// Which pairs are read that way depends only on their count, which sender and
+// receiver agree on (the count check runs first).
 class AllToAllOp final : public StepOp {
  public:
   AllToAllOp(const CollectiveCall& c, const void* in, std::vector<size_t> send_counts, void* out,
-             std::vector<size_t> recv_counts, DType dtype)
+             std::vector<size_t> recv_counts, DType dtype, std::optional<ArenaRef> shared_input)
       : StepOp(*c.engine, *c.group, c.work, 1),
+        engine_(*c.engine),
+        shared_(shared_input.has_value()),
+        in_ref_(shared_input.value_or(ArenaRef{})),
         in_(static_cast<const uint8_t*>(in)),
         out_(static_cast<uint8_t*>(out)),
         send_(std::move(send_counts)),
         recv_(std::move(recv_counts)),
         esize_(element_size(dtype)),
-        header_bytes_(((2 * send_.size() + 1) * sizeof(uint64_t) + 63) / 64 * 64),
+        header_bytes_(((2 * send_.size() + kWhereWords) * sizeof(uint64_t) + 63) / 64 * 64),
         piece_bytes_((c.group->slot_bytes() - header_bytes_) / send_.size() / 64 * 64),
         per_step_(piece_bytes_ / esize_),
         cma_(c.group->cma()),
@@ -404,6 +413,11 @@ class AllToAllOp final : public StepOp {
       send_displ_[i] = send_displ_[i - 1] + send_[i - 1];
       recv_displ_[i] = recv_displ_[i - 1] + recv_[i - 1];
     }
+    // Ranks that passed shared tensors and ranks that did not must not mix.
+    if (shared_) set_variant(2);
+    size_t received = 0;
+    for (size_t c : recv_) received += c;
+    stream_output_ = received * esize_ >= kStreamingOutputBytes;
   }
 
  protected:
@@ -415,7 +429,9 @@ class AllToAllOp final : public StepOp {
         words[j] = send_[j];
         words[n + j] = recv_[j];
       }
-      words[2 * n] = reinterpret_cast<uint64_t>(in_);
+      words[2 * n] = reinterpret_cast<uint64_t>(in_);  // for CMA
+      words[2 * n + 1] = in_ref_.chunk | static_cast<uint64_t>(in_ref_.present) << 32;
+      words[2 * n + 2] = in_ref_.offset;
     }
     const size_t me = static_cast<size_t>(group().rank());
     for (size_t d = 0; d < n; ++d) {
@@ -433,24 +449,27 @@ class AllToAllOp final : public StepOp {
     if (step == 0) {
       check_matrix_and_plan(slots);
       pull_pieces(slots);
+      // The own piece goes from input to output at once, never through a slot.
+      copy_out(out_ + recv_displ_[me] * esize_, in_ + send_displ_[me] * esize_, recv_[me] * esize_);
     }
     for (size_t p = 0; p < n; ++p) {
-      if (p != me && pulled(recv_[p])) continue;
+      if (p == me || pulled(recv_[p])) continue;
       Range r = range_of(step, recv_[p], per_step_);
       if (r.len == 0) continue;
-      const uint8_t* from =
-          p == me ? in_ + (send_displ_[me] + r.begin) * esize_ : piece(slots[p], me);
-      std::memcpy(out_ + (recv_displ_[p] + r.begin) * esize_, from, r.len * esize_);
+      std::memcpy(out_ + (recv_displ_[p] + r.begin) * esize_, piece(slots[p], me), r.len * esize_);
     }
   }
 
  private:
   static constexpr size_t kCmaPairMin = 32u << 10;
   static constexpr size_t kCmaPairMax = 512u << 10;
+  static constexpr size_t kSharedPairMin = 8u << 10;
+  static constexpr size_t kWhereWords = 3;  // input address, arena chunk|present, arena offset
 
   // Does the piece of `count` elements between two different ranks skip the slots?
   bool pulled(size_t count) const {
     const size_t bytes = count * esize_;
+    if (shared_) return bytes >= kSharedPairMin;
     return cma_ && bytes >= kCmaPairMin && bytes < kCmaPairMax;
   }
 
@@ -470,7 +489,8 @@ class AllToAllOp final : public StepOp {
     for (size_t i = 0; i < n; ++i) {
       for (size_t j = 0; j < n; ++j) {
         const size_t c = counts[i][j];
-        if (i != j && pulled(c)) {
+        if (i == j) continue;  // own pieces: copied in step 0
+        if (pulled(c)) {
           any_pulled = true;
         } else {
           staged_max = std::max(staged_max, c);
@@ -480,6 +500,17 @@ class AllToAllOp final : public StepOp {
     nsteps_ = std::max<size_t>(any_pulled ? 2 : 1, (staged_max + per_step_ - 1) / per_step_);
   }
 
+  // Copies a whole piece into this rank's output, with streaming stores when the
+  // output is far larger than the caches.
+  void copy_out(uint8_t* dst, const uint8_t* src, size_t bytes) const {
+    if (bytes == 0) return;
+    if (stream_output_) {
+      stream_copy(dst, src, bytes);
+    } else {
+      std::memcpy(dst, src, bytes);
+    }
+  }
+
   // Reads the pulled pieces addressed to this rank from their senders' inputs.
   void pull_pieces(const std::vector<const uint8_t*>& slots) {
     const size_t n = slots.size();
@@ -487,14 +518,33 @@ class AllToAllOp final : public StepOp {
     for (size_t p = 0; p < n; ++p) {
       if (p == me || !pulled(recv_[p])) continue;
       const auto* words = reinterpret_cast<const uint64_t*>(slots[p]);
-      uint64_t from = 0;  // elements before this rank's piece in p's input
-      for (size_t j = 0; j < me; ++j) from += words[j];
-      cma_read(group().pid(static_cast<int>(p)), out_ + recv_displ_[p] * esize_,
-               words[2 * n] + from * esize_, recv_[p] * esize_,
-               group().world_rank(static_cast<int>(p)));
+      uint64_t from = 0, sent = 0;  // elements before this rank's piece in p's input; all of it
+      for (size_t j = 0; j < n; ++j) {
+        if (j < me) from += words[j];
+        sent += words[j];
+      }
+      uint8_t* dst = out_ + recv_displ_[p] * esize_;
+      const int owner = group().world_rank(static_cast<int>(p));
+      if (shared_) {
+        const ArenaRef ref{static_cast<uint32_t>(words[2 * n + 1]),
+                           static_cast<uint32_t>(words[2 * n + 1] >> 32), words[2 * n + 2]};
+        if (!ref.present) {
+          throw CommError(work()->info().describe() + ": rank " + std::to_string(owner) +
+                          " has no input in the shared arena");
+        }
+        const uint8_t* src = engine_.peer_arenas().resolve(owner, ref, sent * esize_);
+        copy_out(dst, src + from * esize_, recv_[p] * esize_);
+      } else {
+        cma_read(group().pid(static_cast<int>(p)), dst, words[2 * n] + from * esize_,
+                 recv_[p] * esize_, owner);
+      }
     }
   }
 
+  ShmEngine& engine_;
+  bool shared_;
+  ArenaRef in_ref_;
+  bool stream_output_ = false;
   const uint8_t* in_;
   uint8_t* out_;
   std::vector<size_t> send_, recv_;
@@ -562,9 +612,10 @@ std::unique_ptr<OpState> make_scatter(CollectiveCall c, const void* in, void* ou
 std::unique_ptr<OpState> make_barrier(CollectiveCall c) { return std::make_unique<BarrierOp>(c); }
 std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in,
                                          std::vector<size_t> send_counts, void* out,
-                                         std::vector<size_t> recv_counts, DType dtype) {
+                                         std::vector<size_t> recv_counts, DType dtype,
+                                         std::optional<ArenaRef> shared_input) {
   return std::make_unique<AllToAllOp>(c, in, std::move(send_counts), out, std::move(recv_counts),
-                                      dtype);
+                                      dtype, shared_input);
 }
 
 }  // namespace collie::detail

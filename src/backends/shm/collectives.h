@@ -9,8 +9,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "backends/shm/arena.h"
 #include "backends/shm/op_state.h"
 #include "collie/comm.h"
 
@@ -46,8 +48,11 @@ std::unique_ptr<OpState> make_barrier(CollectiveCall c);
 size_t check_all_to_all_counts(const ShmGroup& g, const OpInfo& info,
                                const std::vector<const uint64_t*>& counts);
 
+// `shared_input`: where this rank's input is in the shared arena, when every
+// rank's input and output are there (the pieces are then read in place).
 std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in,
                                          std::vector<size_t> send_counts, void* out,
-                                         std::vector<size_t> recv_counts, DType dtype);
+                                         std::vector<size_t> recv_counts, DType dtype,
+                                         std::optional<ArenaRef> shared_input);
 
 }  // namespace collie::detail

@@ -13,7 +13,7 @@
 namespace collie::detail {
 namespace {
 
-// What step 0 publishes in the slot; all_to_all appends its 2n counts.
+// What step 0 publishes in the slot.
 struct Descriptor {
   ArenaRef in;
   ArenaRef out;
@@ -66,21 +66,15 @@ class DirectOp : public StepOp {
   virtual size_t out_bytes(size_t p) const = 0;
   // Moves the data; ins_/outs_ hold every rank's buffers (nullptr where absent).
   virtual void transfer() = 0;
-  // Extra words after the descriptor in step 0 (all_to_all's counts), and a look
-  // at every rank's before any peer buffer is resolved.
-  virtual void publish_extra(uint8_t*) {}
-  virtual void read_extra(const std::vector<const uint8_t*>&) {}
 
   void produce(size_t step, uint8_t* slot) final {
     if (step != 0) return;
     Descriptor d{buffers_.in_ref, buffers_.out_ref};
     std::memcpy(slot, &d, sizeof d);
-    publish_extra(slot + sizeof(Descriptor));
   }
 
   void consume(size_t step, const std::vector<const uint8_t*>& slots) final {
     if (step != 0) return;
-    read_extra(slots);
     for (size_t p = 0; p < n_; ++p) {
       if (p == me_) {
         ins_[p] = static_cast<const uint8_t*>(buffers_.in);
@@ -118,9 +112,6 @@ class DirectOp : public StepOp {
     }
   }
 
-  static const uint64_t* extra_of(const uint8_t* slot) {
-    return reinterpret_cast<const uint64_t*>(slot + sizeof(Descriptor));
-  }
 
   ShmEngine& engine_;
   DirectBuffers buffers_;
@@ -302,63 +293,6 @@ class DirectScatter final : public SymmetricOp {
   size_t root_;
 };
 
-// Step 0 also carries every rank's counts, so the matrix is checked (as in the
-// staged all_to_all) before anyone touches a peer's buffer.
-class DirectAllToAll final : public DirectOp {
- public:
-  DirectAllToAll(const CollectiveCall& c, const DirectBuffers& b, std::vector<size_t> send_counts,
-                 std::vector<size_t> recv_counts, DType dtype)
-      : DirectOp(c, b, dtype), send_(std::move(send_counts)), recv_(std::move(recv_counts)) {}
-
- protected:
-  // A peer's buffer sizes come from its counts (read_extra runs first).
-  size_t in_bytes(size_t p) const override { return total_of(peer_send_[p]) * esize_; }
-  size_t out_bytes(size_t p) const override { return total_of(peer_recv_[p]) * esize_; }
-
-  void publish_extra(uint8_t* extra) override {
-    auto* words = reinterpret_cast<uint64_t*>(extra);
-    for (size_t j = 0; j < n_; ++j) {
-      words[j] = send_[j];
-      words[n_ + j] = recv_[j];
-    }
-  }
-
-  void read_extra(const std::vector<const uint8_t*>& slots) override {
-    std::vector<const uint64_t*> counts(n_);
-    for (size_t p = 0; p < n_; ++p) counts[p] = extra_of(slots[p]);
-    check_all_to_all_counts(group(), work()->info(), counts);
-    peer_send_.assign(n_, {});
-    peer_recv_.assign(n_, {});
-    for (size_t p = 0; p < n_; ++p) {
-      peer_send_[p].assign(counts[p], counts[p] + n_);
-      peer_recv_[p].assign(counts[p] + n_, counts[p] + 2 * n_);
-    }
-  }
-
-  // Pulls from every rank the piece it sends here, into place in this output.
-  void transfer() override {
-    const bool stream = total_of(recv_) * esize_ >= kStreamingOutputBytes;
-    size_t at = 0;
-    for (size_t p = 0; p < n_; ++p) {
-      const size_t bytes = recv_[p] * esize_;
-      size_t from = 0;  // where rank p's piece for this rank starts in its input
-      for (size_t j = 0; j < me_; ++j) from += peer_send_[p][j];
-      pull(outs_[me_] + at, p, ins_[p] + from * esize_, bytes, stream);
-      at += bytes;
-    }
-  }
-
- private:
-  static size_t total_of(const std::vector<uint64_t>& v) {
-    size_t t = 0;
-    for (uint64_t x : v) t += x;
-    return t;
-  }
-
-  std::vector<size_t> send_, recv_;
-  std::vector<std::vector<uint64_t>> peer_send_, peer_recv_;
-};
-
 }  // namespace
 
 DirectBuffers cma_buffers(const void* in, void* out) {
@@ -394,12 +328,6 @@ std::unique_ptr<OpState> make_direct_reduce_scatter(CollectiveCall c, DirectBuff
 std::unique_ptr<OpState> make_direct_scatter(CollectiveCall c, DirectBuffers b, size_t count,
                                              DType dtype, int root) {
   return std::make_unique<DirectScatter>(c, b, count, dtype, root);
-}
-std::unique_ptr<OpState> make_direct_all_to_all(CollectiveCall c, DirectBuffers b,
-                                                std::vector<size_t> send_counts,
-                                                std::vector<size_t> recv_counts, DType dtype) {
-  return std::make_unique<DirectAllToAll>(c, b, std::move(send_counts), std::move(recv_counts),
-                                          dtype);
 }
 
 }  // namespace collie::detail

@@ -32,8 +32,8 @@
 namespace collie::detail {
 
 // Calls smaller than this (bytes per rank) take the staged path even on shared
-// tensors: one step beats two when the copies are tiny. Not applied to
-// all_to_all, whose sizes differ per rank.
+// tensors: one step beats two when the copies are tiny. all_to_all, whose sizes
+// differ per rank, decides per piece instead (collectives.h).
 inline constexpr size_t kDirectMinBytes = 16u << 10;
 
 // Ordinary (private) tensors of kCmaMinBytes to kCmaMaxBytes per rank are moved
@@ -74,8 +74,4 @@ std::unique_ptr<OpState> make_direct_reduce_scatter(CollectiveCall c, DirectBuff
                                                     size_t count, DType dtype, ReduceOp op);
 std::unique_ptr<OpState> make_direct_scatter(CollectiveCall c, DirectBuffers b, size_t count,
                                              DType dtype, int root);
-std::unique_ptr<OpState> make_direct_all_to_all(CollectiveCall c, DirectBuffers b,
-                                                std::vector<size_t> send_counts,
-                                                std::vector<size_t> recv_counts, DType dtype);
-
 }  // namespace collie::detail

@@ -105,12 +105,12 @@ void ShmBackend::all_to_all(const WorkPtr& w, const void* in,
   size_t sent = 0, received = 0;
   for (size_t c : send_counts) sent += c;
   for (size_t c : recv_counts) received += c;
-  // Every size: the counts differ per rank, so no size threshold could agree.
-  if (auto b = direct(in, sent * esize, out, received * esize, 0)) {
-    return engine_->submit(group_.get(), make_direct_all_to_all(call(w), *b, send_counts,
-                                                                recv_counts, dtype));
-  }
-  engine_->submit(group_.get(), make_all_to_all(call(w), in, send_counts, out, recv_counts, dtype));
+  // Shared at every size (the counts differ per rank, so no size threshold could
+  // agree); the op reads the pieces worth it in place and stages small ones.
+  std::optional<ArenaRef> shared_input;
+  if (auto b = direct(in, sent * esize, out, received * esize, 0)) shared_input = b->in_ref;
+  engine_->submit(group_.get(), make_all_to_all(call(w), in, send_counts, out, recv_counts, dtype,
+                                                shared_input));
 }
 
 void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
