@@ -30,8 +30,11 @@ std::vector<int> allowed_cpus() {
 
 int cpu_for_rank(BindPolicy policy, int rank, int nprocs, const std::vector<int>& cpus) {
   if (policy == BindPolicy::kNone || cpus.empty() || rank < 0) return -1;
-  if (policy == BindPolicy::kAuto &&
-      (nprocs < 2 || static_cast<std::size_t>(nprocs) > cpus.size())) {
+  const auto n = static_cast<std::size_t>(nprocs);
+  // auto: only when the job takes more than half of the CPUs. A smaller job is
+  // left to the scheduler, so that several of them spread over a large machine
+  // instead of all stacking on its first CPUs.
+  if (policy == BindPolicy::kAuto && (nprocs < 2 || n > cpus.size() || 2 * n <= cpus.size())) {
     return -1;
   }
   return cpus[static_cast<std::size_t>(rank) % cpus.size()];

@@ -1,11 +1,13 @@
 // cpu_binding.h — which CPU each rank of `collie run` is bound to.
 //
-// Like mpirun's default (--bind-to core for small jobs), ranks that each have a
-// CPU of their own are pinned to one: a rank that migrates leaves its caches
-// behind, and two ranks that the scheduler puts on one CPU while another idles
-// turn every spin-wait into a wait for a time slice (seen as 10x slower small
-// collectives, now and then). With more ranks than CPUs nothing is pinned: the
-// scheduler shares the CPUs best.
+// Like mpirun's default (--bind-to core), ranks of a job that fills most of the
+// machine are pinned, one per CPU: a rank that migrates leaves its caches behind,
+// and two ranks that the scheduler puts on one CPU while another idles turn every
+// spin-wait into a wait for a time slice (seen as 10x slower small collectives,
+// now and then, with 2 ranks on 2 CPUs). Unlike mpirun, a job that takes half
+// the CPUs or fewer is not pinned, so that several such jobs (parallel tests, say)
+// spread over a large machine instead of all stacking on its first CPUs; with
+// more ranks than CPUs nothing is pinned either: the scheduler shares them best.
 //
 //   std::vector<int> cpus = allowed_cpus();              // e.g. {0, 1}
 //   int cpu = cpu_for_rank(BindPolicy::kAuto, r, n, cpus);
@@ -18,7 +20,7 @@
 namespace collie::cli {
 
 enum class BindPolicy {
-  kAuto,  // core when 2 <= ranks <= CPUs, else none (the default)
+  kAuto,  // core when CPUs / 2 < ranks <= CPUs (and ranks >= 2), else none (the default)
   kCore,  // rank r on the r-th allowed CPU, wrapping around when ranks > CPUs
   kNone,  // no binding
 };

@@ -95,8 +95,8 @@ std::string run_usage() {
          std::to_string(kMaxJobIdLength) +
          " characters); default: a fresh unique id\n"
          "  --bind-to P       core: pin rank r to the r-th CPU it may use; none: no\n"
-         "                    pinning; auto (default): core when every rank gets a CPU\n"
-         "                    of its own (2 <= N <= CPUs), else none\n"
+         "                    pinning; auto (default): core when the ranks take more\n"
+         "                    than half of the CPUs, one each (CPUs/2 < N <= CPUs)\n"
          "  -h, --help        show this help\n"
          "\n"
          "Each rank gets COLLIE_RANK, COLLIE_WORLD_SIZE, COLLIE_LOCAL_RANK,\n"

@@ -96,7 +96,7 @@ TEST(CliEndToEnd, RanksArePinnedToCpusAsAsked) {
     int n;
     bool pinned;
   };
-  const bool auto_pins = cpus.size() >= 2;
+  const bool auto_pins = cpus.size() >= 2 && cpus.size() < 4;  // 2 ranks take more than half
   for (const Case& c : {Case{{"--bind-to", "core"}, 3, true}, Case{{"--bind-to", "none"}, 2, false},
                         Case{{}, 2, auto_pins}, Case{{}, static_cast<int>(cpus.size()) + 1, false}}) {
     TempDir dir;

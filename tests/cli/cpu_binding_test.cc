@@ -20,7 +20,7 @@ TEST(CliCpuBinding, ParsesThePolicies) {
   EXPECT_EQ(p, BindPolicy::kNone) << "a refused spelling leaves the policy alone";
 }
 
-TEST(CliCpuBinding, AutoPinsOnlyWhenEveryRankHasACpu) {
+TEST(CliCpuBinding, AutoPinsOnlyJobsThatFillMostOfTheCpus) {
   const std::vector<int> cpus = {2, 5, 7};
   EXPECT_EQ(cpu_for_rank(BindPolicy::kAuto, 0, 1, cpus), -1) << "one rank: nothing to gain";
   for (int n = 2; n <= 3; ++n) {
@@ -29,6 +29,15 @@ TEST(CliCpuBinding, AutoPinsOnlyWhenEveryRankHasACpu) {
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(cpu_for_rank(BindPolicy::kAuto, r, 4, cpus), -1) << "more ranks than CPUs";
   }
+  const std::vector<int> many = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int n : {2, 4}) {
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(cpu_for_rank(BindPolicy::kAuto, r, n, many), -1)
+          << n << " ranks take half of 8 CPUs or less: left to the scheduler";
+    }
+  }
+  for (int r = 0; r < 5; ++r) EXPECT_EQ(cpu_for_rank(BindPolicy::kAuto, r, 5, many), many[r]);
+  EXPECT_EQ(cpu_for_rank(BindPolicy::kCore, 1, 2, many), 1) << "core pins whatever the size";
 }
 
 TEST(CliCpuBinding, CoreWrapsAroundAndNoneNeverPins) {
