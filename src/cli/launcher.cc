@@ -171,7 +171,9 @@ class Supervisor {
   [[noreturn]] void exec_child(int r, const std::vector<std::string>& env, int out_w, int err_w);
   void loop();
   void on_signal(int sig);
-  void check_children();
+  // Looks at every running rank, the one with pid `first` before the others.
+  void check_children(pid_t first);
+  void check_rank(std::size_t r);
   void stop(int sig);
   // SIGKILL to every rank's group; `why` is printed first.
   void escalate(const std::string& why);
@@ -399,37 +401,45 @@ void Supervisor::on_signal(int sig) {
   }
 }
 
-void Supervisor::check_children() {
+void Supervisor::check_children(pid_t first) {
+  // SIGCHLD is not queued: the one that woke us names the child that died first
+  // since the last look. When several ranks are found dead at once (peers noticed
+  // a death and failed in turn), that one started it and is the one to report.
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    Rank& rank = ranks_[r];
-    if (!rank.running) continue;
-    siginfo_t info;
-    std::memset(&info, 0, sizeof info);
-    // WNOWAIT: leave the rank a zombie (reaped at the end), which keeps its pid and
-    // process-group id from being reused while we may still signal the group.
-    int rc;
-    do {
-      rc = waitid(P_PID, static_cast<id_t>(rank.pid), &info, WEXITED | WNOHANG | WNOWAIT);
-    } while (rc != 0 && errno == EINTR);
-    if (rc != 0) {
-      // ECHILD: not our child any more (should not happen); treat as gone.
-      rank.running = false;
-      --running_;
-      continue;
-    }
-    if (info.si_pid != rank.pid) continue;  // still running
+    if (ranks_[r].pid == first) check_rank(r);
+  }
+  for (std::size_t r = 0; r < ranks_.size(); ++r) check_rank(r);
+}
+
+void Supervisor::check_rank(std::size_t r) {
+  Rank& rank = ranks_[r];
+  if (!rank.running) return;
+  siginfo_t info;
+  std::memset(&info, 0, sizeof info);
+  // WNOWAIT: leave the rank a zombie (reaped at the end), which keeps its pid and
+  // process-group id from being reused while we may still signal the group.
+  int rc;
+  do {
+    rc = waitid(P_PID, static_cast<id_t>(rank.pid), &info, WEXITED | WNOHANG | WNOWAIT);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    // ECHILD: not our child any more (should not happen); treat as gone.
     rank.running = false;
     --running_;
-    rank.exit.signaled = info.si_code != CLD_EXITED;
-    rank.exit.value = info.si_status;
-    // Its last words first, then the verdict.
-    for (Stream& s : rank.streams) drain(s, 64);
-    if (is_failure(rank.exit) && !stopping_) {
-      have_result_ = true;
-      exit_code_ = exit_code_of(rank.exit);
-      print_err(describe_exit(static_cast<int>(r), rank.exit));
-      stop(SIGTERM);
-    }
+    return;
+  }
+  if (info.si_pid != rank.pid) return;  // still running
+  rank.running = false;
+  --running_;
+  rank.exit.signaled = info.si_code != CLD_EXITED;
+  rank.exit.value = info.si_status;
+  // Its last words first, then the verdict.
+  for (Stream& s : rank.streams) drain(s, 64);
+  if (is_failure(rank.exit) && !stopping_) {
+    have_result_ = true;
+    exit_code_ = exit_code_of(rank.exit);
+    print_err(describe_exit(static_cast<int>(r), rank.exit));
+    stop(SIGTERM);
   }
 }
 
@@ -480,6 +490,7 @@ void Supervisor::loop() {
       if (fds[i].revents != 0) drain(*polled[i - 1], 16);
     }
     bool child_event = false;
+    pid_t first_child = 0;
     if (fds[0].revents & POLLIN) {
       signalfd_siginfo si[16];
       for (;;) {
@@ -487,12 +498,16 @@ void Supervisor::loop() {
         if (got <= 0) break;
         for (std::size_t k = 0; k < static_cast<std::size_t>(got) / sizeof si[0]; ++k) {
           int sig = static_cast<int>(si[k].ssi_signo);
-          if (sig == SIGCHLD) child_event = true;
-          else on_signal(sig);
+          if (sig == SIGCHLD) {
+            if (!child_event) first_child = static_cast<pid_t>(si[k].ssi_pid);
+            child_event = true;
+          } else {
+            on_signal(sig);
+          }
         }
       }
     }
-    if (child_event) check_children();
+    if (child_event) check_children(first_child);
   }
 }
 

@@ -5,7 +5,9 @@
 
 namespace collie::detail {
 
-// False when `pid` no longer exists or is a zombie (exited, not yet reaped by its parent).
+// False when `pid` no longer exists or is a zombie (exited, not yet reaped by its
+// parent) with no thread left; a zombie leader whose threads are still exiting
+// counts as alive for those few moments (see liveness.cc).
 bool process_alive(pid_t pid);
 
 }  // namespace collie::detail

@@ -114,6 +114,18 @@ const std::map<std::string, std::function<void(int, int)>>& scenarios() {
       {"kill_all_reduce", [](int, int) { collie::init(); big_all_reduce(); }},
       {"stop_all_reduce", [](int, int) { collie::init(); big_all_reduce(); }},
       {"kill_batch", [](int rank, int n) { collie::init(); big_exchange(rank, n); }},
+      // Rank 0 sends rank 1 a message that is pulled (COLLIE_P2P_PULL=always) once
+      // the test has stopped rank 1: it cannot read it, and is killed.
+      {"kill_pulled",
+       [](int rank, int) {
+         collie::init();
+         auto x = collie::Tensor::ones({1 << 20});
+         collie::barrier();
+         enter();
+         if (rank != 0) return;  // rank 1: stopped, then killed; rank 2: idle
+         wait_for_go();
+         collie::send(x, 1);
+       }},
       // Rank 2 joins only after the test killed rank 1, which is then inside init().
       {"kill_init",
        [](int rank, int) {

@@ -124,7 +124,12 @@ bool trace_mentions(const FaultJob& job, int rank, const std::string& what) {
 // of hand-offs, so it lasts long enough for a signal to land in the middle.
 std::map<std::string, std::string> env_of(const std::string& scenario, int victim = -1) {
   std::map<std::string, std::string> env;
-  if (scenario == "kill_batch") env["COLLIE_P2P_RING_BYTES"] = "16K";
+  // kill_batch streams its messages through small rings (never pulled: a pulled
+  // message can be read from a stopped rank, and the victim's data must be needed
+  // until the end); kill_pulled pulls even the one it sends.
+  if (scenario == "kill_batch" || scenario == "kill_pulled") env["COLLIE_P2P_RING_BYTES"] = "16K";
+  if (scenario == "kill_batch") env["COLLIE_P2P_PULL"] = "never";
+  if (scenario == "kill_pulled") env["COLLIE_P2P_PULL"] = "always";
   if (victim >= 0) env["COLLIE_FAULT_VICTIM"] = std::to_string(victim);
   return env;
 }
@@ -204,6 +209,22 @@ TEST(FaultInjection, SigkillMidBatchIsendIrecv) {
   expect_survivors(*x.job, "kill_batch", {0, 2}, "CommError", x.t0, "peer 1", 1);
   print_launcher(*x.job, "kill_batch", x.t0);
   expect_clean(*x.job, x.f);
+}
+
+// A pulled message (docs/algorithms.md) whose receiver is killed before reading
+// it: the sender's send fails with CommError naming the dead rank, quickly.
+TEST(FaultInjection, SigkillBeforeAPulledMessageIsRead) {
+  FaultJob job("kill_pulled", kWorldSize, kDeadline, env_of("kill_pulled", 1));
+  ASSERT_TRUE(job.wait_ready({0, 1, 2}));
+  job.signal(1, SIGSTOP);
+  job.go();
+  sleep_seconds(0.05);  // rank 0 publishes the message; rank 1, stopped, cannot read it
+  const int64_t t0 = job.signal(1, SIGKILL);
+  auto f = job.finish();
+  expect_verdict(f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
+  expect_survivors(job, "kill_pulled", {0}, "CommError", t0, "died before reading the message", 1);
+  EXPECT_EQ(job.result(2).cls, "ok") << job.result(2).message;
+  expect_clean(job, f);
 }
 
 // Rank 1 is killed inside init() (its world segment exists, the rendezvous is not
