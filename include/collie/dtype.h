@@ -58,8 +58,27 @@ struct BFloat16 {
   }
 };
 
-// Size in bytes of one element.
-size_t element_size(DType dtype);
+namespace detail {
+[[noreturn]] void throw_invalid_dtype(DType dtype);  // ValueError naming the value
+}  // namespace detail
+
+// Size in bytes of one element (ValueError for a value outside the enum). Inline:
+// every collective asks several times per call.
+inline size_t element_size(DType dtype) {
+  switch (dtype) {
+    case DType::Bool:
+    case DType::Int8:
+    case DType::UInt8: return 1;
+    case DType::Int16:
+    case DType::Float16:
+    case DType::BFloat16: return 2;
+    case DType::Int32:
+    case DType::Float32: return 4;
+    case DType::Int64:
+    case DType::Float64: return 8;
+  }
+  detail::throw_invalid_dtype(dtype);
+}
 
 // Lower-case numpy-style name: "bool", "int8", ..., "float16", "bfloat16", "float32".
 std::string_view dtype_name(DType dtype);

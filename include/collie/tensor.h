@@ -63,6 +63,20 @@ class Storage {
   std::function<void(void*)> deleter_;
 };
 
+namespace detail {
+// A tensor's shape and strides (in elements), immutable once made. Copies and
+// views with the same layout share one, and a new contiguous tensor takes a
+// recently made layout of its shape from a small per-thread cache, so neither
+// copying a tensor nor creating the output of a collective allocates for its
+// metadata.
+struct TensorLayout {
+  Shape shape;
+  Shape strides;
+  int64_t numel = 0;
+  bool contiguous = true;  // row-major (a dim of size 1 may have any stride)
+};
+}  // namespace detail
+
 class Tensor {
  public:
   // An empty float32 tensor of shape [0].
@@ -95,15 +109,15 @@ class Tensor {
 
   // ---- metadata ----
   DType dtype() const { return dtype_; }
-  const Shape& shape() const { return shape_; }
-  const Shape& strides() const { return strides_; }
+  const Shape& shape() const { return layout_->shape; }
+  const Shape& strides() const { return layout_->strides; }
   int64_t storage_offset() const { return offset_; }
-  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim() const { return static_cast<int64_t>(layout_->shape.size()); }
   int64_t size(int64_t d) const;  // negative d counts from the end
-  int64_t numel() const;
+  int64_t numel() const { return layout_->numel; }
   size_t element_size() const { return collie::element_size(dtype_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
-  bool is_contiguous() const;
+  bool is_contiguous() const { return layout_->contiguous; }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
   // Pointer to the first element (storage data + offset).
@@ -147,9 +161,8 @@ class Tensor {
 
  private:
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<const detail::TensorLayout> layout_;
   DType dtype_ = DType::Float32;
-  Shape shape_;
-  Shape strides_;
   int64_t offset_ = 0;
 
   // A tensor whose members the caller sets (no default shape allocated first).

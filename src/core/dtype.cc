@@ -8,19 +8,7 @@
 
 namespace collie {
 
-size_t element_size(DType dtype) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::Int8:
-    case DType::UInt8: return 1;
-    case DType::Int16:
-    case DType::Float16:
-    case DType::BFloat16: return 2;
-    case DType::Int32:
-    case DType::Float32: return 4;
-    case DType::Int64:
-    case DType::Float64: return 8;
-  }
+void detail::throw_invalid_dtype(DType dtype) {
   throw ValueError("invalid DType value " + std::to_string(static_cast<int>(dtype)));
 }
 
@@ -37,7 +25,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
   }
-  throw ValueError("invalid DType value " + std::to_string(static_cast<int>(dtype)));
+  detail::throw_invalid_dtype(dtype);
 }
 
 DType parse_dtype(std::string_view name) {

@@ -78,6 +78,46 @@ Shape infer_shape(const Shape& requested, int64_t numel, const Shape& from) {
 
 }  // namespace
 
+namespace detail {
+namespace {
+
+std::shared_ptr<const TensorLayout> make_layout(Shape shape, Shape strides) {
+  auto layout = std::make_shared<TensorLayout>();
+  layout->numel = shape_numel(shape);
+  int64_t expected = 1;
+  for (size_t d = shape.size(); d-- > 0 && layout->numel != 0;) {
+    // A dim of size 1 is never stepped over, so its stride does not matter.
+    if (shape[d] != 1 && strides[d] != expected) layout->contiguous = false;
+    expected *= shape[d];
+  }
+  layout->shape = std::move(shape);
+  layout->strides = std::move(strides);
+  return layout;
+}
+
+// The contiguous layout of `shape`. A training loop makes outputs of a handful
+// of shapes over and over: the last few layouts made on this thread are reused.
+std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
+  constexpr size_t kCached = 8;
+  struct Cache {
+    std::shared_ptr<const TensorLayout> entries[kCached];
+    size_t next = 0;
+  };
+  thread_local Cache cache;
+  for (const auto& entry : cache.entries) {
+    if (entry && entry->shape == shape) return entry;
+  }
+  auto layout = make_layout(shape, contiguous_strides(shape));
+  cache.entries[cache.next++ % kCached] = layout;
+  return layout;
+}
+
+}  // namespace
+}  // namespace detail
+
+using detail::contiguous_layout;
+using detail::make_layout;
+
 int64_t shape_numel(const Shape& shape) {
   int64_t numel = 1;
   for (int64_t extent : shape) numel *= extent;
@@ -104,17 +144,18 @@ void check_numel_matches(int64_t numel, const Shape& shape) {
 
 // Every default-constructed tensor shares one empty storage: they hold no
 // bytes, and the factories below start from a default tensor.
-Tensor::Tensor() : shape_{0}, strides_{1} {
+Tensor::Tensor() {
   static const auto shared_empty = std::make_shared<Storage>(0);
+  static const auto empty_layout = make_layout({0}, {1});
   storage_ = shared_empty;
+  layout_ = empty_layout;
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   check_shape(shape);
   Tensor t{Bare{}};
   t.dtype_ = dtype;
-  t.shape_ = shape;
-  t.strides_ = contiguous_strides(shape);
+  t.layout_ = contiguous_layout(shape);
   t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) *
                                          collie::element_size(dtype));
   return t;
@@ -124,8 +165,7 @@ Tensor Tensor::uninitialized(const Shape& shape, DType dtype) {
   check_shape(shape);
   Tensor t{Bare{}};
   t.dtype_ = dtype;
-  t.shape_ = shape;
-  t.strides_ = contiguous_strides(shape);
+  t.layout_ = contiguous_layout(shape);
   t.storage_ = std::make_shared<Storage>(
       static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype), /*zero=*/false);
   return t;
@@ -184,16 +224,15 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, const Shap
   }
   Tensor t{Bare{}};
   t.dtype_ = dtype;
-  t.shape_ = shape;
-  t.strides_ = strides.empty() ? contiguous_strides(shape) : strides;
+  t.layout_ = strides.empty() ? contiguous_layout(shape) : make_layout(shape, strides);
   // The extent the view can reach: one past the element with the largest offset.
   int64_t extent = shape_numel(shape) == 0 ? 0 : 1;
   for (size_t d = 0; d < shape.size() && extent > 0; ++d) {
-    if (t.strides_[d] < 0) {
+    if (t.strides()[d] < 0) {
       throw ValueError("from_blob: negative strides are not supported, got " +
-                       shape_to_string(t.strides_));
+                       shape_to_string(t.strides()));
     }
-    extent += (shape[d] - 1) * t.strides_[d];
+    extent += (shape[d] - 1) * t.strides()[d];
   }
   if (data == nullptr && extent > 0) {
     throw ValueError("from_blob: null data for shape " + shape_to_string(shape));
@@ -204,20 +243,7 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, const Shap
 }
 
 int64_t Tensor::size(int64_t d) const {
-  return shape_[static_cast<size_t>(normalize_dim(d, dim(), "Tensor::size"))];
-}
-
-int64_t Tensor::numel() const { return shape_numel(shape_); }
-
-bool Tensor::is_contiguous() const {
-  if (numel() == 0) return true;
-  int64_t expected = 1;
-  for (size_t d = shape_.size(); d-- > 0;) {
-    // A dim of size 1 is never stepped over, so its stride does not matter.
-    if (shape_[d] != 1 && strides_[d] != expected) return false;
-    expected *= shape_[d];
-  }
-  return true;
+  return shape()[static_cast<size_t>(normalize_dim(d, dim(), "Tensor::size"))];
 }
 
 void* Tensor::data_ptr() const {
@@ -231,48 +257,51 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor copy = empty(shape_, dtype_);
+  Tensor copy = empty(shape(), dtype_);
   copy.copy_from(*this);
   return copy;
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  const Shape resolved = infer_shape(shape, numel(), shape_);
+  const Shape resolved = infer_shape(shape, numel(), this->shape());
   if (!is_contiguous()) return clone().reshape(resolved);
   Tensor view = *this;
-  view.shape_ = resolved;
-  view.strides_ = contiguous_strides(resolved);
+  view.layout_ = contiguous_layout(resolved);
   return view;
 }
 
 Tensor Tensor::slice(int64_t start, int64_t end) const {
   if (dim() == 0) throw ValueError("slice: cannot slice a 0-d tensor");
-  if (start < 0 || start > end || end > shape_[0]) {
+  if (start < 0 || start > end || end > shape()[0]) {
     throw ValueError("slice: rows [" + std::to_string(start) + ", " + std::to_string(end) +
-                     ") are out of range for shape " + shape_to_string(shape_));
+                     ") are out of range for shape " + shape_to_string(shape()));
   }
   Tensor view = *this;
-  view.shape_[0] = end - start;
-  view.offset_ += start * strides_[0];
+  Shape rows = shape();
+  rows[0] = end - start;
+  view.layout_ = make_layout(std::move(rows), strides());
+  view.offset_ += start * strides()[0];
   return view;
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   const auto d0 = static_cast<size_t>(normalize_dim(dim0, dim(), "transpose"));
   const auto d1 = static_cast<size_t>(normalize_dim(dim1, dim(), "transpose"));
+  Shape shape = this->shape(), strides = this->strides();
+  std::swap(shape[d0], shape[d1]);
+  std::swap(strides[d0], strides[d1]);
   Tensor view = *this;
-  std::swap(view.shape_[d0], view.shape_[d1]);
-  std::swap(view.strides_[d0], view.strides_[d1]);
+  view.layout_ = make_layout(std::move(shape), std::move(strides));
   return view;
 }
 
 std::vector<Tensor> Tensor::split(int64_t parts) const {
   if (dim() == 0) throw ValueError("split: cannot split a 0-d tensor");
-  if (parts <= 0 || shape_[0] % parts != 0) {
-    throw ValueError("split: dim 0 of shape " + shape_to_string(shape_) + " cannot be split into " +
-                     std::to_string(parts) + " equal parts");
+  if (parts <= 0 || shape()[0] % parts != 0) {
+    throw ValueError("split: dim 0 of shape " + shape_to_string(shape()) +
+                     " cannot be split into " + std::to_string(parts) + " equal parts");
   }
-  return split(std::vector<int64_t>(static_cast<size_t>(parts), shape_[0] / parts));
+  return split(std::vector<int64_t>(static_cast<size_t>(parts), shape()[0] / parts));
 }
 
 std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes) const {
@@ -282,10 +311,10 @@ std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes) const {
     if (rows < 0) throw ValueError("split: negative size " + std::to_string(rows));
     total += rows;
   }
-  if (total != shape_[0]) {
+  if (total != shape()[0]) {
     throw ValueError("split: sizes " + shape_to_string(sizes) + " sum to " + std::to_string(total) +
-                     ", but dim 0 of shape " + shape_to_string(shape_) + " is " +
-                     std::to_string(shape_[0]));
+                     ", but dim 0 of shape " + shape_to_string(shape()) + " is " +
+                     std::to_string(shape()[0]));
   }
   std::vector<Tensor> parts;
   parts.reserve(sizes.size());
@@ -299,15 +328,16 @@ std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes) const {
 
 int64_t Tensor::element_offset(std::initializer_list<int64_t> index) const {
   const Shape idx(index);
-  bool valid = idx.size() == shape_.size();
+  const Shape& shape = this->shape();
+  bool valid = idx.size() == shape.size();
   int64_t offset = offset_;
   for (size_t d = 0; valid && d < idx.size(); ++d) {
-    valid = idx[d] >= 0 && idx[d] < shape_[d];
-    offset += idx[d] * strides_[d];
+    valid = idx[d] >= 0 && idx[d] < shape[d];
+    offset += idx[d] * strides()[d];
   }
   if (!valid) {
     throw ValueError("at: index " + shape_to_string(idx) + " is out of bounds for shape " +
-                     shape_to_string(shape_));
+                     shape_to_string(shape));
   }
   return offset;
 }

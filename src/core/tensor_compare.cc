@@ -40,12 +40,12 @@ bool all_equal(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 bool Tensor::equal(const Tensor& other) const {
-  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (dtype_ != other.dtype_ || shape() != other.shape()) return false;
   return dispatch_dtype(dtype_, [&](auto tag) { return all_equal<decltype(tag)>(*this, other); });
 }
 
 bool Tensor::allclose(const Tensor& other, double rtol, double atol) const {
-  if (shape_ != other.shape_) return false;
+  if (shape() != other.shape()) return false;
   const std::vector<double> a = to_double_vector();
   const std::vector<double> b = other.to_double_vector();
   for (size_t i = 0; i < a.size(); ++i) {

@@ -40,7 +40,7 @@ void Tensor::copy_from(const Tensor& src) {
   if (src.numel() != numel()) {
     throw ValueError("copy_from: source of shape " + shape_to_string(src.shape()) + " has " +
                      std::to_string(src.numel()) + " elements but the destination of shape " +
-                     shape_to_string(shape_) + " has " + std::to_string(numel()));
+                     shape_to_string(shape()) + " has " + std::to_string(numel()));
   }
   if (numel() == 0) return;
   // Overlapping views of one storage would read elements already overwritten.
@@ -60,7 +60,7 @@ void Tensor::copy_from(const Tensor& src) {
 }
 
 Tensor Tensor::to(DType dtype) const {
-  Tensor out = empty(shape_, dtype);
+  Tensor out = empty(shape(), dtype);
   out.copy_from(*this);
   return out;
 }
@@ -99,15 +99,17 @@ Tensor Tensor::cat(const std::vector<Tensor>& tensors) {
 double Tensor::item(int64_t flat_index) const {
   if (flat_index < 0 || flat_index >= numel()) {
     throw ValueError("item: index " + std::to_string(flat_index) +
-                     " is out of range for a tensor of shape " + shape_to_string(shape_) + " (" +
+                     " is out of range for a tensor of shape " + shape_to_string(shape()) + " (" +
                      std::to_string(numel()) + " elements)");
   }
   // Unravel the row-major index, last dim fastest.
   int64_t offset = 0;
   int64_t rest = flat_index;
-  for (size_t d = shape_.size(); d-- > 0;) {
-    offset += rest % shape_[d] * strides_[d];
-    rest /= shape_[d];
+  const Shape& shape = this->shape();
+  const Shape& strides = this->strides();
+  for (size_t d = shape.size(); d-- > 0;) {
+    offset += rest % shape[d] * strides[d];
+    rest /= shape[d];
   }
   return dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);

@@ -331,6 +331,35 @@ TEST(TensorView, TransposeSwapsShapeAndStrides) {
   EXPECT_THROW(t.transpose(0, 2), ValueError);
 }
 
+// Tensors of one shape share their (immutable) layout: views of one must leave
+// the others, and the tensor they were taken from, as they were.
+TEST(TensorView, ViewsLeaveOtherTensorsOfTheSameShapeAlone) {
+  const Tensor a = Tensor::zeros({4, 3});
+  const Tensor b = Tensor::ones({4, 3}, DType::Int64);
+  const Tensor c = a;
+  for (int round = 0; round < 10; ++round) {  // more shapes than the layout cache holds
+    const Tensor t = a.transpose(0, 1);
+    const Tensor s = b.slice(1, 3);
+    const Tensor r = a.reshape({2, -1});
+    const Tensor other = Tensor::empty({round + 1, 5});
+    EXPECT_EQ(t.shape(), (Shape{3, 4}));
+    EXPECT_EQ(s.shape(), (Shape{2, 3}));
+    EXPECT_EQ(s.strides(), (Shape{3, 1}));
+    EXPECT_EQ(r.shape(), (Shape{2, 6}));
+    EXPECT_EQ(other.strides(), (Shape{5, 1}));
+    EXPECT_EQ(other.numel(), (round + 1) * 5);
+  }
+  for (const Tensor* x : {&a, &b, &c}) {
+    EXPECT_EQ(x->shape(), (Shape{4, 3}));
+    EXPECT_EQ(x->strides(), (Shape{3, 1}));
+    EXPECT_EQ(x->numel(), 12);
+    EXPECT_TRUE(x->is_contiguous());
+  }
+  EXPECT_EQ(Tensor::uninitialized({4, 3}).strides(), (Shape{3, 1}));
+  EXPECT_EQ(Tensor().shape(), (Shape{0}));
+  EXPECT_EQ(Tensor::scalar(2).numel(), 1);
+}
+
 TEST(TensorView, SizeOneDimsDoNotBreakContiguity) {
   const Tensor t = Tensor::zeros({3, 1}).transpose(0, 1);  // shape [1, 3], strides [1, 1]
   EXPECT_TRUE(t.is_contiguous());
