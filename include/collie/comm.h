@@ -104,7 +104,7 @@ struct P2POp {
 
   Kind kind;
   Tensor tensor;     // isend: the data; irecv: a template (empty when by shape)
-  Shape recv_shape;  // irecv: the shape to receive
+  Shape recv_shape;  // irecv: the shape to receive (isend: empty)
   DType recv_dtype;  // irecv: the dtype to receive
   int peer;          // world rank
   std::string group;

@@ -25,16 +25,17 @@ std::string list_str(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-// Split sizes along dim 0: the given list (checked), or N equal parts.
-std::vector<int64_t> split_sizes(const std::vector<int64_t>& given, int64_t rows, int n,
-                                 const char* which) {
+// Element counts per rank of a split along dim 0 (rows of `row` elements): the
+// given split sizes (checked), or N equal parts.
+std::vector<size_t> split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row,
+                                 int n, const char* which) {
   if (given.empty()) {
     if (rows % n != 0) {
       throw ValueError(std::string("For all_to_all_single_with_output_shape, ") + which +
                        " shape at dim 0 must be divided by world_size, but got " +
                        std::to_string(rows) + " and " + std::to_string(n) + ".");
     }
-    return std::vector<int64_t>(static_cast<size_t>(n), rows / n);
+    return std::vector<size_t>(static_cast<size_t>(n), static_cast<size_t>(rows / n * row));
   }
   if (given.size() != static_cast<size_t>(n)) {
     throw ValueError(std::string("all_to_all_single_with_output_shape: ") + which +
@@ -53,7 +54,9 @@ std::vector<int64_t> split_sizes(const std::vector<int64_t>& given, int64_t rows
                      "_split_sizes " + list_str(given) + " sum to " + std::to_string(sum) +
                      " but the " + which + " has " + std::to_string(rows) + " rows at dim 0");
   }
-  return given;
+  std::vector<size_t> counts(given.size());
+  for (size_t i = 0; i < given.size(); ++i) counts[i] = static_cast<size_t>(given[i] * row);
+  return counts;
 }
 
 WorkPtr launch(detail::Group& g, const Tensor& in, std::vector<size_t> send, const Tensor& out,
@@ -61,7 +64,7 @@ WorkPtr launch(detail::Group& g, const Tensor& in, std::vector<size_t> send, con
   // Counts differ per rank, so the fingerprint carries none (step 0 checks them).
   detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0, ReduceOp::SUM, -1, blocking);
   return g.submit(info, {&in, &out}, [&](Backend& b, const WorkPtr& w) {
-    b.all_to_all(w, in.data_ptr(), send, out.data_ptr(), recv, in.dtype());
+    b.all_to_all(w, in.data_ptr(), std::move(send), out.data_ptr(), std::move(recv), in.dtype());
   });
 }
 
@@ -97,14 +100,15 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
   }
   Tensor in = Tensor::cat(flat);
   Tensor out = Tensor::uninitialized({total_recv}, dtype);
-  WorkPtr w = launch(*g, in, send, out, recv, !async_op);
   std::vector<Tensor> outputs;
+  outputs.reserve(n);
   int64_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
     int64_t len = static_cast<int64_t>(recv[i]);
     outputs.push_back(out.slice(offset, offset + len).reshape(output_shape_list[i]));
     offset += len;
   }
+  WorkPtr w = launch(*g, in, std::move(send), out, std::move(recv), !async_op);
   if (!async_op) {
     w->wait();
     return {outputs, CommHandle()};
@@ -126,18 +130,14 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
         "For all_to_all_single_with_output_shape, output_shape must have at least one dimension");
   }
   // Sizes of what is sent come from the input tensor itself (not from output_shape).
-  auto in_split = split_sizes(input_split_sizes, tensor.size(0), n, "input");
-  auto out_split = split_sizes(output_split_sizes, output_shape[0], n, "output");
-  const int64_t in_row = row_size(tensor.shape()), out_row = row_size(output_shape);
-  std::vector<size_t> send(static_cast<size_t>(n)), recv(static_cast<size_t>(n));
-  for (size_t i = 0; i < send.size(); ++i) {
-    send[i] = static_cast<size_t>(in_split[i] * in_row);
-    recv[i] = static_cast<size_t>(out_split[i] * out_row);
-  }
+  std::vector<size_t> send =
+      split_counts(input_split_sizes, tensor.size(0), row_size(tensor.shape()), n, "input");
+  std::vector<size_t> recv =
+      split_counts(output_split_sizes, output_shape[0], row_size(output_shape), n, "output");
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, output_shape, tensor.dtype());
-  WorkPtr w = launch(*g, in, send, out, recv, !async_op);
+  WorkPtr w = launch(*g, in, std::move(send), out, std::move(recv), !async_op);
   return detail::finish(std::move(out), w, async_op);
 }
 
@@ -188,7 +188,7 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
   }
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(input, in_copy);
-  WorkPtr w = launch(*g, in, send, output, recv, !async_op);
+  WorkPtr w = launch(*g, in, std::move(send), output, std::move(recv), !async_op);
   if (!async_op) {
     w->wait();
     return CommHandle();

@@ -102,7 +102,7 @@ P2POp::P2POp(std::string_view op, Tensor t, int peer_rank, std::string_view grou
              int tag_value)
     : kind(parse_kind(op)),
       tensor(std::move(t)),
-      recv_shape(tensor.shape()),
+      recv_shape(kind == Kind::IRECV ? tensor.shape() : Shape{}),
       recv_dtype(tensor.dtype()),
       peer(peer_rank),
       group(group_name),
@@ -127,35 +127,34 @@ std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
     throw TypeError("For batch_isend_irecv, p2p_op_list can not be empty list.");
   // Check every op before starting any: a bad op in the middle must not leave
   // earlier receives waiting for messages that will never come.
-  struct Target {
+  struct Transfer {
     std::shared_ptr<Group> group;
     int peer;  // group rank
+    WorkPtr work;
   };
-  std::vector<Target> targets;
-  targets.reserve(p2p_op_list.size());
+  std::vector<Transfer> transfers;
+  transfers.reserve(p2p_op_list.size());
   for (const P2POp& op : p2p_op_list) {
     auto g = detail::lookup_for_op(op.group, "batch_isend_irecv");
     int peer =
         peer_rank(*g, op.peer, "batch_isend_irecv", op.kind == P2POp::Kind::ISEND ? "dst" : "src");
-    targets.push_back({std::move(g), peer});
+    transfers.push_back({std::move(g), peer, nullptr});
   }
   std::vector<Tensor> results;
-  std::vector<WorkPtr> works;
   results.reserve(p2p_op_list.size());
-  works.reserve(p2p_op_list.size());
   std::exception_ptr first_error;
   // Start everything before waiting on anything: that is what makes any order of
   // sends and receives safe.
   for (size_t i = 0; i < p2p_op_list.size(); ++i) {
     const P2POp& op = p2p_op_list[i];
-    Group& g = *targets[i].group;
+    Transfer& t = transfers[i];
     try {
       if (op.kind == P2POp::Kind::ISEND) {
-        works.push_back(start_send(g, op.tensor, targets[i].peer, op.tag, true));
+        t.work = start_send(*t.group, op.tensor, t.peer, op.tag, true);
         results.push_back(Tensor::scalar(0));
       } else {
-        auto [out, w] = start_recv(g, op.recv_shape, op.recv_dtype, targets[i].peer, op.tag, true);
-        works.push_back(std::move(w));
+        auto [out, w] = start_recv(*t.group, op.recv_shape, op.recv_dtype, t.peer, op.tag, true);
+        t.work = std::move(w);
         results.push_back(std::move(out));
       }
     } catch (...) {
@@ -164,9 +163,10 @@ std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
     }
   }
   // Wait for every started transfer (they use the tensors' memory) before reporting.
-  for (const WorkPtr& w : works) {
+  for (const Transfer& t : transfers) {
+    if (!t.work) break;  // not started (an earlier start failed)
     try {
-      w->wait();
+      t.work->wait();
     } catch (...) {
       if (!first_error) first_error = std::current_exception();
     }

@@ -407,11 +407,11 @@ class AllToAllOp final : public StepOp {
         piece_bytes_((c.group->slot_bytes() - header_bytes_) / send_.size() / 64 * 64),
         per_step_(piece_bytes_ / esize_),
         cma_(c.group->cma()),
-        send_displ_(send_.size()),
-        recv_displ_(recv_.size()) {
-    for (size_t i = 1; i < send_.size(); ++i) {
-      send_displ_[i] = send_displ_[i - 1] + send_[i - 1];
-      recv_displ_[i] = recv_displ_[i - 1] + recv_[i - 1];
+        displ_(2 * send_.size()) {
+    const size_t n = send_.size();
+    for (size_t i = 1; i < n; ++i) {
+      displ_[i] = displ_[i - 1] + send_[i - 1];
+      displ_[n + i] = displ_[n + i - 1] + recv_[i - 1];
     }
     // Ranks that passed shared tensors and ranks that did not must not mix.
     if (shared_) set_variant(2);
@@ -438,7 +438,7 @@ class AllToAllOp final : public StepOp {
       if (d == me || pulled(send_[d])) continue;  // own piece: input -> output directly
       Range r = range_of(step, send_[d], per_step_);
       if (r.len > 0) {
-        std::memcpy(piece(slot, d), in_ + (send_displ_[d] + r.begin) * esize_, r.len * esize_);
+        std::memcpy(piece(slot, d), in_ + (send_displ(d) + r.begin) * esize_, r.len * esize_);
       }
     }
   }
@@ -450,13 +450,13 @@ class AllToAllOp final : public StepOp {
       check_matrix_and_plan(slots);
       pull_pieces(slots);
       // The own piece goes from input to output at once, never through a slot.
-      copy_out(out_ + recv_displ_[me] * esize_, in_ + send_displ_[me] * esize_, recv_[me] * esize_);
+      copy_out(out_ + recv_displ(me) * esize_, in_ + send_displ(me) * esize_, recv_[me] * esize_);
     }
     for (size_t p = 0; p < n; ++p) {
       if (p == me || pulled(recv_[p])) continue;
       Range r = range_of(step, recv_[p], per_step_);
       if (r.len == 0) continue;
-      std::memcpy(out_ + (recv_displ_[p] + r.begin) * esize_, piece(slots[p], me), r.len * esize_);
+      std::memcpy(out_ + (recv_displ(p) + r.begin) * esize_, piece(slots[p], me), r.len * esize_);
     }
   }
 
@@ -480,15 +480,14 @@ class AllToAllOp final : public StepOp {
 
   void check_matrix_and_plan(const std::vector<const uint8_t*>& slots) {
     const size_t n = slots.size();
-    std::vector<const uint64_t*> counts(n);
-    for (size_t i = 0; i < n; ++i) counts[i] = reinterpret_cast<const uint64_t*>(slots[i]);
-    check_all_to_all_counts(group(), work()->info(), counts);
+    check_all_to_all_counts(group(), work()->info(), slots);
     // The same plan on every rank: it reads only the (now agreed) matrix.
     size_t staged_max = 0;
     bool any_pulled = false;
     for (size_t i = 0; i < n; ++i) {
+      const auto* counts = reinterpret_cast<const uint64_t*>(slots[i]);
       for (size_t j = 0; j < n; ++j) {
-        const size_t c = counts[i][j];
+        const size_t c = counts[j];
         if (i == j) continue;  // own pieces: copied in step 0
         if (pulled(c)) {
           any_pulled = true;
@@ -523,7 +522,7 @@ class AllToAllOp final : public StepOp {
         if (j < me) from += words[j];
         sent += words[j];
       }
-      uint8_t* dst = out_ + recv_displ_[p] * esize_;
+      uint8_t* dst = out_ + recv_displ(p) * esize_;
       const int owner = group().world_rank(static_cast<int>(p));
       if (shared_) {
         const ArenaRef ref{static_cast<uint32_t>(words[2 * n + 1]),
@@ -550,19 +549,23 @@ class AllToAllOp final : public StepOp {
   std::vector<size_t> send_, recv_;
   size_t esize_, header_bytes_, piece_bytes_, per_step_;
   bool cma_;
-  std::vector<size_t> send_displ_, recv_displ_;
+  std::vector<size_t> displ_;  // where each piece starts: n in the input, then n in the output
+
+  size_t send_displ(size_t rank) const { return displ_[rank]; }
+  size_t recv_displ(size_t rank) const { return displ_[send_.size() + rank]; }
 };
 
 }  // namespace
 
 size_t check_all_to_all_counts(const ShmGroup& g, const OpInfo& info,
-                               const std::vector<const uint64_t*>& counts) {
-  const size_t n = counts.size();
+                               const std::vector<const uint8_t*>& headers) {
+  const size_t n = headers.size();
+  auto counts = [&](size_t rank) { return reinterpret_cast<const uint64_t*>(headers[rank]); };
   std::string mismatches;
   size_t max_count = 0;
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
-      uint64_t sent = counts[i][j], expected = counts[j][n + i];
+      uint64_t sent = counts(i)[j], expected = counts(j)[n + i];
       max_count = std::max<size_t>(max_count, sent);
       if (sent != expected && mismatches.size() < 400) {
         mismatches += " rank " + std::to_string(g.world_rank(static_cast<int>(i))) + " sends " +
