@@ -32,7 +32,8 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
 
 # Unit tests of the core (run directly: they carry no ctest label), the
 # operations, the harness, the launcher, fault injection and the stress test.
-asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels)
+asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels
+           core_test_small_pool)
 asan_targets=("${asan_core[@]}" harness_test
               all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test
               barrier_test p2p_test batch_isend_irecv_test all_to_all_test groups_test
@@ -41,8 +42,10 @@ asan_targets=("${asan_core[@]}" harness_test
 asan_ctest=(-L '^(comm|harness|cli|faults|stress)$')
 # The tests where a rank runs several threads at once: async operations and the
 # progress thread, concurrent callers, groups created while others communicate,
-# p2p in any order, failures delivered to waiting threads, the stress mix.
-tsan_targets=(concurrency_test shared_test p2p_test batch_isend_irecv_test groups_test fault_test
+# p2p in any order, failures delivered to waiting threads, the stress mix; and
+# the small-object pool, whose blocks move between threads (ASan bypasses it).
+tsan_core=(core_test_small_pool)
+tsan_targets=("${tsan_core[@]}" concurrency_test shared_test p2p_test batch_isend_irecv_test groups_test fault_test
               all_reduce_test collie_stress_test)
 tsan_ctest=(-R '^(Concurrency|P2P|Batch|Groups|Fault|AllReduce|Stress|Shared)\.')
 
@@ -66,6 +69,7 @@ run_kind() {
     tsan)
       dir=build-tsan
       flags="-O1 -g1 -fsanitize=thread -fno-omit-frame-pointer"
+      core=("${tsan_core[@]}")
       targets=("${tsan_targets[@]}")
       select=("${tsan_ctest[@]}")
       export TSAN_OPTIONS="halt_on_error=1:exitcode=87:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"

@@ -8,6 +8,7 @@
 
 #include "collie/errors.h"
 #include "core/element.h"
+#include "core/small_pool.h"
 
 namespace collie {
 
@@ -145,7 +146,7 @@ void check_numel_matches(int64_t numel, const Shape& shape) {
 // Every default-constructed tensor shares one empty storage: they hold no
 // bytes, and the factories below start from a default tensor.
 Tensor::Tensor() {
-  static const auto shared_empty = std::make_shared<Storage>(0);
+  static const auto shared_empty = std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{}, 0);
   static const auto empty_layout = make_layout({0}, {1});
   storage_ = shared_empty;
   layout_ = empty_layout;
@@ -156,7 +157,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   Tensor t{Bare{}};
   t.dtype_ = dtype;
   t.layout_ = contiguous_layout(shape);
-  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) *
+  t.storage_ = std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{}, static_cast<size_t>(shape_numel(shape)) *
                                          collie::element_size(dtype));
   return t;
 }
@@ -166,7 +167,7 @@ Tensor Tensor::uninitialized(const Shape& shape, DType dtype) {
   Tensor t{Bare{}};
   t.dtype_ = dtype;
   t.layout_ = contiguous_layout(shape);
-  t.storage_ = std::make_shared<Storage>(
+  t.storage_ = std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{}, 
       static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype), /*zero=*/false);
   return t;
 }
@@ -237,7 +238,7 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, const Shap
   if (data == nullptr && extent > 0) {
     throw ValueError("from_blob: null data for shape " + shape_to_string(shape));
   }
-  t.storage_ = std::make_shared<Storage>(
+  t.storage_ = std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{}, 
       data, static_cast<size_t>(extent) * collie::element_size(dtype), std::move(deleter));
   return t;
 }

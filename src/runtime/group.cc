@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/small_pool.h"
+
 namespace collie::detail {
 
 Group::Group(std::string name, std::vector<int> world_ranks, int my_world_rank,
@@ -29,7 +31,7 @@ WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_ali
   info.group = shared_name_;
   info.seq = next_seq_++;
   recorder_->issued(info);
-  auto work = std::make_shared<Work>(std::move(info));
+  auto work = std::allocate_shared<Work>(PoolAllocator<Work>{}, std::move(info));
   work->set_recorder(recorder_);
   // A blocking call's caller holds its tensors until the operation has finished;
   // only asynchronous operations need the Work to keep them (each kept tensor

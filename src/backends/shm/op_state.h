@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/small_pool.h"
 #include "runtime/work.h"
 
 namespace collie::detail {
@@ -20,6 +21,9 @@ class OpState {
  public:
   explicit OpState(WorkPtr work) : work_(std::move(work)) {}
   virtual ~OpState() = default;
+  // Every call makes one and drops it: from the per-thread pool, not malloc.
+  static void* operator new(size_t bytes) { return pool_alloc(bytes); }
+  static void operator delete(void* block, size_t bytes) { pool_free(block, bytes); }
 
   virtual Progress advance() = 0;
   // World ranks this operation is waiting for right now.
