@@ -30,10 +30,10 @@ kinds=("$@")
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
         -DCOLLIE_WITH_PYTHON=OFF -DCOLLIE_BUILD_EXAMPLES=OFF)
 
-# Unit tests of the core (run directly: they carry no ctest label), the
+# Unit tests of the core and runtime (run directly: they carry no ctest label), the
 # operations, the harness, the launcher, fault injection and the stress test.
 asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels
-           core_test_small_pool)
+           core_test_small_pool runtime_test_flight_recorder)
 asan_targets=("${asan_core[@]}" harness_test
               all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test
               barrier_test p2p_test batch_isend_irecv_test all_to_all_test groups_test
@@ -43,8 +43,9 @@ asan_ctest=(-L '^(comm|harness|cli|faults|stress)$')
 # The tests where a rank runs several threads at once: async operations and the
 # progress thread, concurrent callers, groups created while others communicate,
 # p2p in any order, failures delivered to waiting threads, the stress mix; and
-# the small-object pool, whose blocks move between threads (ASan bypasses it).
-tsan_core=(core_test_small_pool)
+# the small-object pool, whose blocks move between threads (ASan bypasses it), and
+# the flight recorder, dumped while other threads record.
+tsan_core=(core_test_small_pool runtime_test_flight_recorder)
 tsan_targets=("${tsan_core[@]}" concurrency_test shared_test p2p_test batch_isend_irecv_test groups_test fault_test
               all_reduce_test collie_stress_test)
 tsan_ctest=(-R '^(Concurrency|P2P|Batch|Groups|Fault|AllReduce|Stress|Shared)\.')
@@ -92,7 +93,7 @@ run_kind() {
   echo "sanitize.sh: $kind: built in $(elapsed "$t0") s"
   t0=$(date +%s)
   for t in "${core[@]}"; do
-    "$dir/tests/cpp/core/$t" --gtest_brief=1
+    "$dir/tests/cpp/${t%%_test_*}/$t" --gtest_brief=1  # core_test_x in tests/cpp/core
   done
   # shellcheck disable=SC2086
   ctest --test-dir "$dir" "${select[@]}" -j"$jobs" --output-on-failure --timeout 600 \

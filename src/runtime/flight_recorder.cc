@@ -1,5 +1,6 @@
 #include "runtime/flight_recorder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -37,58 +38,109 @@ size_t flight_recorder_capacity() {
 }
 
 FlightRecorder::FlightRecorder(std::string group, int world_rank, size_t capacity)
-    : group_(std::move(group)), world_rank_(world_rank), ring_(capacity == 0 ? 1 : capacity) {}
+    : group_(std::move(group)),
+      world_rank_(world_rank),
+      ring_(new Entry[capacity == 0 ? 1 : capacity]),
+      capacity_(capacity == 0 ? 1 : capacity) {}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+int64_t ticks(Clock::time_point t) { return t.time_since_epoch().count(); }
+Clock::time_point from_ticks(int64_t n) { return Clock::time_point(Clock::duration(n)); }
+}  // namespace
 
 void FlightRecorder::issued(const OpInfo& info) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = ring_[info.seq % ring_.size()];
-  // Every entry is of this recorder's group: copying the group's shared name would
-  // only cost two atomic reference-count updates per operation.
-  e.info.kind = info.kind;
-  e.info.seq = info.seq;
-  e.info.count = info.count;
-  e.info.dtype = info.dtype;
-  e.info.reduce_op = info.reduce_op;
-  e.info.root = info.root;
-  e.info.tag = info.tag;
-  e.info.blocking = info.blocking;
-  e.state = State::Issued;
-  e.start = coarse_now();
-  e.error.clear();
-  ++recorded_;
+  Entry& e = ring_[info.seq % capacity_];
+  // Seqlock write: readers that see kWriting, or a different stamp after reading
+  // the fields, discard what they read. The fields are release stores (and the
+  // reader's loads acquire), so a reader that sees any new field value also sees
+  // kWriting or the new stamp when it reads the stamp again (no fences: those
+  // are invisible to ThreadSanitizer).
+  e.stamp.store(kWriting, std::memory_order_relaxed);
+  e.what.store(static_cast<uint64_t>(info.kind) | static_cast<uint64_t>(info.dtype) << 8 |
+                   static_cast<uint64_t>(info.reduce_op) << 16 |
+                   static_cast<uint64_t>(info.blocking) << 24 |
+                   static_cast<uint64_t>(static_cast<uint32_t>(info.root + 1)) << 32,
+               std::memory_order_release);
+  e.count.store(info.count, std::memory_order_release);
+  e.tag.store(info.tag, std::memory_order_release);
+  e.start.store(ticks(coarse_now()), std::memory_order_release);
+  e.stamp.store(info.seq << 2 | kIssued, std::memory_order_release);
+  recorded_.store(recorded_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  newest_seq_.store(info.seq, std::memory_order_relaxed);
 }
 
 void FlightRecorder::finished(uint64_t seq, const std::string& error) {
+  Entry& e = ring_[seq % capacity_];
+  uint64_t expected = seq << 2 | kIssued;
+  if (e.stamp.load(std::memory_order_relaxed) != expected) return;  // a newer op took the entry
+  e.end.store(ticks(coarse_now()), std::memory_order_release);
+  if (error.empty()) {
+    e.stamp.compare_exchange_strong(expected, seq << 2 | kCompleted, std::memory_order_release,
+                                    std::memory_order_relaxed);
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = ring_[seq % ring_.size()];
-  if (e.info.seq != seq) return;  // overwritten by a newer operation already
-  e.state = error.empty() ? State::Completed : State::Failed;
-  e.end = coarse_now();
+  if (e.stamp.load(std::memory_order_relaxed) != expected) return;  // overwritten already
   e.error = error;
+  e.stamp.compare_exchange_strong(expected, seq << 2 | kFailed, std::memory_order_release,
+                                  std::memory_order_relaxed);
+}
+
+struct FlightRecorder::Snapshot {
+  OpInfo info;
+  State state;
+  Clock::time_point start, end;
+  std::string error;
+};
+
+// Caller holds mu_ (for the error text).
+bool FlightRecorder::snapshot(uint64_t seq, Snapshot* out) const {
+  const Entry& e = ring_[seq % capacity_];
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uint64_t stamp = e.stamp.load(std::memory_order_acquire);
+    if (stamp == kWriting) continue;
+    if (stamp >> 2 != seq) return false;  // overwritten by a newer operation
+    const uint64_t what = e.what.load(std::memory_order_acquire);
+    out->info.kind = static_cast<OpKind>(what & 0xff);
+    out->info.dtype = static_cast<DType>((what >> 8) & 0xff);
+    out->info.reduce_op = static_cast<ReduceOp>((what >> 16) & 0xff);
+    out->info.blocking = ((what >> 24) & 1) != 0;
+    out->info.root = static_cast<int>(static_cast<uint32_t>(what >> 32)) - 1;
+    out->info.count = e.count.load(std::memory_order_acquire);
+    out->info.tag = static_cast<int>(e.tag.load(std::memory_order_acquire));
+    out->info.seq = seq;
+    out->start = from_ticks(e.start.load(std::memory_order_acquire));
+    out->end = from_ticks(e.end.load(std::memory_order_acquire));
+    out->state = static_cast<State>(stamp & 3);
+    if (e.stamp.load(std::memory_order_relaxed) != stamp) continue;  // changed while read
+    out->error = out->state == kFailed ? e.error : std::string();
+    return true;
+  }
+  return false;
 }
 
 std::string FlightRecorder::dump() const {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t shown = std::min<uint64_t>(recorded_, ring_.size());
+  const uint64_t recorded = recorded_.load(std::memory_order_relaxed);
+  const uint64_t shown = std::min<uint64_t>(recorded, capacity_);
   std::string out = "collie flight recorder: rank " + std::to_string(world_rank_) + ", group '" +
                     group_ + "', last " + std::to_string(shown) + " of " +
-                    std::to_string(recorded_) + " operations\n";
+                    std::to_string(recorded) + " operations\n";
   auto now = coarse_now();
-  // Entries sit at seq % capacity; the newest seq is the largest recorded.
-  uint64_t newest = 0;
-  for (const Entry& e : ring_) newest = std::max(newest, e.info.seq);
+  const uint64_t newest = newest_seq_.load(std::memory_order_relaxed);
   for (uint64_t seq = newest + 1 - shown; seq <= newest && shown > 0; ++seq) {
-    const Entry& e = ring_[seq % ring_.size()];
-    if (e.info.seq != seq) continue;
+    Snapshot e;
+    if (!snapshot(seq, &e)) continue;
     std::string what = e.info.describe();
     what = what.substr(0, what.find(" on group"));
-    auto end = e.state == State::Issued ? now : e.end;
+    auto end = e.state == kIssued ? now : e.end;
     char line[512];
     std::snprintf(line, sizeof(line), "  seq %-6llu %-44s %-10s %10.3f ms%s%s\n",
                   static_cast<unsigned long long>(seq), what.c_str(),
                   state_name(static_cast<int>(e.state)),
                   std::chrono::duration<double, std::milli>(end - e.start).count(),
-                  e.state == State::Issued ? " (still running)" : "",
+                  e.state == kIssued ? " (still running)" : "",
                   e.error.empty() ? "" : (": " + e.error.substr(0, 300)).c_str());
     out += line;
   }

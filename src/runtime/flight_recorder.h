@@ -15,21 +15,28 @@
 //     seq 3  all_reduce(sum) float32 x1024       FAILED     2001 ms: ... timed out ...
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "runtime/op_info.h"
 
 namespace collie::detail {
 
+// issued() and a successful finished() take no lock: each is a few atomic stores
+// on the entry (a seqlock lets dump() see whole entries only), so recording costs
+// a small collective a few dozen instructions rather than two mutex round trips.
+// Failures (rare) and dumps take the mutex for the error texts.
 class FlightRecorder {
  public:
   FlightRecorder(std::string group, int world_rank, size_t capacity);
 
+  // Called by one thread at a time per group (the group's submit lock).
   void issued(const OpInfo& info);
+  // Any thread. A finish for an entry a newer operation already took changes nothing.
   void finished(uint64_t seq, const std::string& error);  // error empty on success
 
   // A human-readable table of the recorded operations, oldest first.
@@ -40,19 +47,28 @@ class FlightRecorder {
   void report_once();
 
  private:
-  enum class State { Issued, Completed, Failed };
+  enum State : uint64_t { kIssued = 0, kCompleted = 1, kFailed = 2 };
+  // An entry's `stamp` is seq << 2 | state; kWriting while issued() rewrites it.
+  static constexpr uint64_t kWriting = ~uint64_t{0};
   struct Entry {
-    OpInfo info;
-    State state = State::Issued;
-    std::chrono::steady_clock::time_point start, end;
-    std::string error;
+    std::atomic<uint64_t> stamp{kWriting};  // kWriting also marks a never-used entry
+    // kind | dtype << 8 | reduce op << 16 | blocking << 24 | (root + 1) << 32
+    std::atomic<uint64_t> what{0};
+    std::atomic<uint64_t> count{0};
+    std::atomic<int64_t> tag{0};
+    std::atomic<int64_t> start{0}, end{0};  // coarse-clock ticks
+    std::string error;                      // under mu_; meaningful when kFailed
   };
+  struct Snapshot;  // a consistent copy of one entry (dump)
+  bool snapshot(uint64_t seq, Snapshot* out) const;
 
   std::string group_;
   int world_rank_;
-  mutable std::mutex mu_;
-  std::vector<Entry> ring_;  // capacity entries, slot seq % capacity
-  uint64_t recorded_ = 0;    // operations ever recorded
+  mutable std::mutex mu_;                // error texts and reported_
+  std::unique_ptr<Entry[]> ring_;        // capacity_ entries, slot seq % capacity_
+  size_t capacity_;
+  std::atomic<uint64_t> recorded_{0};    // operations ever recorded
+  std::atomic<uint64_t> newest_seq_{0};  // the largest seq recorded
   bool reported_ = false;
 };
 

@@ -33,7 +33,7 @@ std::string format_seconds(double seconds);
 // "[3, 1]": a rank list for messages.
 std::string rank_list(const std::vector<int>& ranks);
 
-// (FlightRecorder::issued copies the fields but `group` one by one: keep it in step.)
+// (FlightRecorder::issued packs every field but `group` into its entry: keep it in step.)
 struct OpInfo {
   OpKind kind = OpKind::Barrier;
   // The group's name as the user knows it; shared with the Group, so stamping it

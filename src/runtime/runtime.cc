@@ -60,12 +60,28 @@ bool is_world_name(std::string_view name) {
 }
 
 std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op) {
+  // Every call looks its group up: the group this thread found last is reused
+  // (no lock, no map search) while no group was created or destroyed since. A weak
+  // reference, so the cache never keeps a destroyed group alive.
+  struct Last {
+    uint64_t generation = 0;  // 0: nothing cached (generations start at 1)
+    std::string name;
+    std::weak_ptr<Group> group;
+  };
+  thread_local Last last;
+  const uint64_t generation = runtime_state().generation.load(std::memory_order_acquire);
+  if (generation == last.generation && group == last.name) {
+    if (auto g = last.group.lock()) return g;
+  }
   auto g = require_group(group, op, "For ");
   if (!g->is_member()) {
     throw RuntimeError("For " + std::string(op) + ", this rank (" +
                        std::to_string(runtime_state().env.rank) + ") is not a member of group '" +
                        g->name() + "' " + rank_list(g->world_ranks()));
   }
+  last.generation = generation;
+  last.name.assign(group);
+  last.group = g;
   return g;
 }
 
@@ -121,6 +137,7 @@ void init(std::string_view backend_name) {
     for (auto& [name, g] : st.groups) g->recorder().report();
   });
   s.initialized = true;
+  s.generation.fetch_add(1, std::memory_order_release);
 }
 
 void release() {
@@ -136,6 +153,7 @@ void release() {
   s.transport->shutdown();
   s.transport.reset();
   s.initialized = false;
+  s.generation.fetch_add(1, std::memory_order_release);
   s.world_name.clear();
   s.backend.clear();
 }
@@ -285,6 +303,7 @@ void create_group(std::string_view group, const std::vector<int>& rank_ids,
   }
   s.groups[name] =
       std::make_shared<detail::Group>(name, rank_ids, s.env.rank, timeout, std::move(backend));
+  s.generation.fetch_add(1, std::memory_order_release);
 }
 
 void destroy_group(std::string_view group) {
@@ -302,6 +321,7 @@ void destroy_group(std::string_view group) {
     }
     g = std::move(it->second);
     s.groups.erase(it);
+    s.generation.fetch_add(1, std::memory_order_release);
   }
   g->drain();
   // Destroying the last reference detaches the group from the engine and unmaps it.

@@ -5,6 +5,7 @@
 // operations hold it only to look a group up, never while waiting.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,9 @@ struct RuntimeState {
   std::shared_ptr<Group> world;
   std::map<std::string, std::shared_ptr<Group>, std::less<>> groups;  // not the world
   std::map<std::string, uint64_t, std::less<>> incarnations;          // creations per name
+  // Bumped (under mu) whenever the set of groups changes: init, release, create
+  // and destroy. lookup_for_op's per-thread cache is valid while it is unchanged.
+  std::atomic<uint64_t> generation{0};
 };
 
 RuntimeState& runtime_state();

@@ -190,20 +190,6 @@ void ShmGroup::agree_on_cma() {
   }
 }
 
-SegmentHeader& ShmGroup::header(int g) const {
-  return *static_cast<SegmentHeader*>(segments_[static_cast<size_t>(g)].data());
-}
-
-StepControl& ShmGroup::control(int g) const {
-  return *reinterpret_cast<StepControl*>(
-      static_cast<uint8_t*>(segments_[static_cast<size_t>(g)].data()) + layout_.step_control);
-}
-
-uint8_t* ShmGroup::slot(int g, uint64_t step) const {
-  return static_cast<uint8_t*>(segments_[static_cast<size_t>(g)].data()) + layout_.slots +
-         (step % 2) * config_.slot_bytes;
-}
-
 RingControl& ShmGroup::ring_control(int owner, int dst) const {
   return reinterpret_cast<RingControl*>(
       static_cast<uint8_t*>(segments_[static_cast<size_t>(owner)].data()) +

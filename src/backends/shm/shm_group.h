@@ -53,9 +53,16 @@ class ShmGroup {
   size_t ring_bytes() const { return config_.ring_bytes; }
   double timeout_seconds() const { return config_.timeout_seconds; }
 
-  SegmentHeader& header(int group_rank) const;
-  StepControl& control(int group_rank) const;
-  uint8_t* slot(int group_rank, uint64_t step) const;
+  // Inline: every step of every collective reads a peer's control line.
+  SegmentHeader& header(int group_rank) const {
+    return *reinterpret_cast<SegmentHeader*>(segment_base(group_rank));
+  }
+  StepControl& control(int group_rank) const {
+    return *reinterpret_cast<StepControl*>(segment_base(group_rank) + layout_.step_control);
+  }
+  uint8_t* slot(int group_rank, uint64_t step) const {
+    return segment_base(group_rank) + layout_.slots + (step % 2) * config_.slot_bytes;
+  }
   RingControl& ring_control(int owner, int dst) const;
   uint8_t* ring_data(int owner, int dst) const;
   pid_t pid(int group_rank) const { return header(group_rank).pid; }
@@ -76,6 +83,9 @@ class ShmGroup {
   std::vector<Segment> segments_;  // by group rank
   bool cma_ = false;
 
+  uint8_t* segment_base(int group_rank) const {
+    return static_cast<uint8_t*>(segments_[static_cast<size_t>(group_rank)].data());
+  }
   std::string segment_name(int group_rank) const;
   void create_own_segment();
   void map_peers_and_unlink();
