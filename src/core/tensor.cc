@@ -177,7 +177,7 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype) { return empty(shape, dtyp
 Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
-  Tensor t = empty(shape, dtype);
+  Tensor t = uninitialized(shape, dtype);  // every element is written below
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T element = detail::convert_element<T>(value);

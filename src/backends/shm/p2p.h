@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "backends/shm/shm_group.h"
+#include "core/small_pool.h"
 #include "collie/dtype.h"
 #include "runtime/work.h"
 
@@ -116,14 +117,20 @@ class P2PMatcher {
   ShmGroup& world_;
   std::function<void(int)> ring_;
   std::function<void(bool)> finished_;
-  std::vector<std::deque<Send>> sends_;            // by destination
-  std::vector<std::deque<Send>> awaiting_pull_;    // by destination: pulled, not yet read
+  // Every transfer adds an element to one of these and removes it again: their
+  // nodes come from the per-thread pool (core/small_pool.h), not malloc.
+  template <typename T>
+  using PoolList = std::list<T, PoolAllocator<T>>;
+  template <typename T>
+  using PoolDeque = std::deque<T, PoolAllocator<T>>;
+  std::vector<PoolDeque<Send>> sends_;             // by destination
+  std::vector<PoolDeque<Send>> awaiting_pull_;     // by destination: pulled, not yet read
   std::vector<uint64_t> pulls_sent_;               // by destination
   std::vector<uint64_t> pulls_seen_;               // by source: pulled headers taken
   std::vector<bool> channel_broken_;               // by destination
   std::vector<bool> source_broken_;                // by source: its stream was corrupt
-  std::vector<std::list<Recv>> posted_;            // by source
-  std::vector<std::list<Unexpected>> unexpected_;  // by source
+  std::vector<PoolList<Recv>> posted_;             // by source
+  std::vector<PoolList<Unexpected>> unexpected_;   // by source
   std::vector<Incoming> incoming_;                 // by source
   bool pull_large_;                                // more ranks than CPUs: pull large messages
 
