@@ -27,7 +27,7 @@ std::string list_str(const std::vector<int64_t>& v) {
 
 // Element counts per rank of a split along dim 0 (rows of `row` elements): the
 // given split sizes (checked), or N equal parts.
-std::vector<size_t> split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row,
+detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row,
                                  int n, const char* which) {
   if (given.empty()) {
     if (rows % n != 0) {
@@ -35,7 +35,7 @@ std::vector<size_t> split_counts(const std::vector<int64_t>& given, int64_t rows
                        " shape at dim 0 must be divided by world_size, but got " +
                        std::to_string(rows) + " and " + std::to_string(n) + ".");
     }
-    return std::vector<size_t>(static_cast<size_t>(n), static_cast<size_t>(rows / n * row));
+    return detail::Counts(static_cast<size_t>(n), static_cast<size_t>(rows / n * row));
   }
   if (given.size() != static_cast<size_t>(n)) {
     throw ValueError(std::string("all_to_all_single_with_output_shape: ") + which +
@@ -54,14 +54,14 @@ std::vector<size_t> split_counts(const std::vector<int64_t>& given, int64_t rows
                      "_split_sizes " + list_str(given) + " sum to " + std::to_string(sum) +
                      " but the " + which + " has " + std::to_string(rows) + " rows at dim 0");
   }
-  std::vector<size_t> counts(given.size());
+  detail::Counts counts(given.size());
   for (size_t i = 0; i < given.size(); ++i) counts[i] = static_cast<size_t>(given[i] * row);
   return counts;
 }
 
-WorkPtr launch(detail::Group& g, const Tensor& in, std::vector<size_t> send, const Tensor& out,
-               std::vector<size_t> recv, bool blocking) {
-  // Counts differ per rank, so the fingerprint carries none (step 0 checks them).
+WorkPtr launch(detail::Group& g, const Tensor& in, detail::Counts send, const Tensor& out,
+               detail::Counts recv, bool blocking) {
+  // detail::Counts differ per rank, so the fingerprint carries none (step 0 checks them).
   detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0, ReduceOp::SUM, -1, blocking);
   return g.submit(info, {&in, &out}, [&](Backend& b, const WorkPtr& w) {
     b.all_to_all(w, in.data_ptr(), std::move(send), out.data_ptr(), std::move(recv), in.dtype());
@@ -90,7 +90,7 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
     }
   }
   std::vector<Tensor> flat;
-  std::vector<size_t> send(n), recv(n);
+  detail::Counts send(n), recv(n);
   int64_t total_recv = 0;
   for (size_t i = 0; i < n; ++i) {
     flat.push_back(input_tensor_list[i].reshape({input_tensor_list[i].numel()}));
@@ -130,9 +130,9 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
         "For all_to_all_single_with_output_shape, output_shape must have at least one dimension");
   }
   // Sizes of what is sent come from the input tensor itself (not from output_shape).
-  std::vector<size_t> send =
+  detail::Counts send =
       split_counts(input_split_sizes, tensor.size(0), row_size(tensor.shape()), n, "input");
-  std::vector<size_t> recv =
+  detail::Counts recv =
       split_counts(output_split_sizes, output_shape[0], row_size(output_shape), n, "output");
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
@@ -170,7 +170,7 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
     throw ValueError("all_to_all_v_c writes into output, which must be contiguous");
   }
   const size_t me = static_cast<size_t>(g->rank());
-  std::vector<size_t> send(n), recv(n);
+  detail::Counts send(n), recv(n);
   int64_t rows_out = 0, rows_in = 0;
   for (size_t j = 0; j < n; ++j) {
     send[j] = static_cast<size_t>(send_count_matrix[me * n + j] * in_row);

@@ -12,9 +12,14 @@
 
 #include "collie/comm.h"
 #include "collie/dtype.h"
+#include "core/small_pool.h"
 #include "runtime/work.h"
 
 namespace collie::detail {
+
+// Per-rank element counts of an all_to_all. Every call makes a few and drops
+// them: from the per-thread pool (core/small_pool.h).
+using Counts = std::vector<size_t, PoolAllocator<size_t>>;
 
 class Backend {
  public:
@@ -45,8 +50,8 @@ class Backend {
   // Sends send_counts[j] elements to rank j (packed in rank order in `in`) and
   // receives recv_counts[j] from rank j (packed in rank order in `out`). The
   // counts are taken by value: the operation keeps them while it runs.
-  virtual void all_to_all(const WorkPtr& w, const void* in, std::vector<size_t> send_counts,
-                          void* out, std::vector<size_t> recv_counts, DType dtype) = 0;
+  virtual void all_to_all(const WorkPtr& w, const void* in, Counts send_counts,
+                          void* out, Counts recv_counts, DType dtype) = 0;
   virtual void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
                     int tag) = 0;
   virtual void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) = 0;

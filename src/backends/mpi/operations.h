@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/backend.h"
 #include "backends/mpi/datatypes.h"
 #include "backends/mpi/mpi_group.h"
 #include "backends/mpi/task.h"
@@ -27,8 +28,8 @@ std::unique_ptr<Task> make_scatter(const MpiGroup& g, const WorkPtr& w, const vo
                                    size_t count, DType dtype, int root);
 std::unique_ptr<Task> make_barrier(const MpiGroup& g, const WorkPtr& w);
 std::unique_ptr<Task> make_all_to_all(const MpiGroup& g, const WorkPtr& w, const void* in,
-                                      const std::vector<size_t>& send_counts, void* out,
-                                      const std::vector<size_t>& recv_counts, DType dtype);
+                                      const Counts& send_counts, void* out,
+                                      const Counts& recv_counts, DType dtype);
 
 // Reductions (reductions.cc): native MPI reductions or rank-ordered local ones (datatypes.h).
 std::unique_ptr<Task> make_all_reduce(const MpiGroup& g, ReductionMode mode, const WorkPtr& w,

@@ -392,8 +392,8 @@ class BarrierOp final : public StepOp {
 // receiver agree on (the count check runs first).
 class AllToAllOp final : public StepOp {
  public:
-  AllToAllOp(const CollectiveCall& c, const void* in, std::vector<size_t> send_counts, void* out,
-             std::vector<size_t> recv_counts, DType dtype, std::optional<ArenaRef> shared_input)
+  AllToAllOp(const CollectiveCall& c, const void* in, Counts send_counts, void* out,
+             Counts recv_counts, DType dtype, std::optional<ArenaRef> shared_input)
       : StepOp(*c.engine, *c.group, c.work, 1),
         engine_(*c.engine),
         shared_(shared_input.has_value()),
@@ -546,10 +546,10 @@ class AllToAllOp final : public StepOp {
   bool stream_output_ = false;
   const uint8_t* in_;
   uint8_t* out_;
-  std::vector<size_t> send_, recv_;
+  Counts send_, recv_;
   size_t esize_, header_bytes_, piece_bytes_, per_step_;
   bool cma_;
-  std::vector<size_t> displ_;  // where each piece starts: n in the input, then n in the output
+  Counts displ_;  // where each piece starts: n in the input, then n in the output
 
   size_t send_displ(size_t rank) const { return displ_[rank]; }
   size_t recv_displ(size_t rank) const { return displ_[send_.size() + rank]; }
@@ -614,8 +614,8 @@ std::unique_ptr<OpState> make_scatter(CollectiveCall c, const void* in, void* ou
 }
 std::unique_ptr<OpState> make_barrier(CollectiveCall c) { return std::make_unique<BarrierOp>(c); }
 std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in,
-                                         std::vector<size_t> send_counts, void* out,
-                                         std::vector<size_t> recv_counts, DType dtype,
+                                         Counts send_counts, void* out,
+                                         Counts recv_counts, DType dtype,
                                          std::optional<ArenaRef> shared_input) {
   return std::make_unique<AllToAllOp>(c, in, std::move(send_counts), out, std::move(recv_counts),
                                       dtype, shared_input);
