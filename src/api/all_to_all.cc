@@ -27,8 +27,8 @@ std::string list_str(const std::vector<int64_t>& v) {
 
 // Element counts per rank of a split along dim 0 (rows of `row` elements): the
 // given split sizes (checked), or N equal parts.
-detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row,
-                                 int n, const char* which) {
+detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row, int n,
+                            const char* which) {
   if (given.empty()) {
     if (rows % n != 0) {
       throw ValueError(std::string("For all_to_all_single_with_output_shape, ") + which +

@@ -50,8 +50,8 @@ class Backend {
   // Sends send_counts[j] elements to rank j (packed in rank order in `in`) and
   // receives recv_counts[j] from rank j (packed in rank order in `out`). The
   // counts are taken by value: the operation keeps them while it runs.
-  virtual void all_to_all(const WorkPtr& w, const void* in, Counts send_counts,
-                          void* out, Counts recv_counts, DType dtype) = 0;
+  virtual void all_to_all(const WorkPtr& w, const void* in, Counts send_counts, void* out,
+                          Counts recv_counts, DType dtype) = 0;
   virtual void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
                     int tag) = 0;
   virtual void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) = 0;

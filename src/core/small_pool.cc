@@ -28,9 +28,11 @@ int class_of(size_t bytes) {
 }
 size_t class_bytes(int c) { return kMinBlock << c; }
 
-void* system_alloc(size_t bytes) { return ::operator new(bytes, std::align_val_t{kPoolAlignment}); }
+void* system_alloc(size_t bytes) {
+  return ::operator new (bytes, std::align_val_t{kPoolAlignment});
+}
 void system_free(void* block) noexcept {
-  ::operator delete(block, std::align_val_t{kPoolAlignment});
+  ::operator delete (block, std::align_val_t{kPoolAlignment});
 }
 
 struct FreeBlock {

@@ -119,6 +119,15 @@ std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
 using detail::contiguous_layout;
 using detail::make_layout;
 
+namespace {
+// Every collective's output makes one: from the per-thread pool (core/small_pool.h).
+template <typename... Args>
+std::shared_ptr<Storage> make_storage(Args&&... args) {
+  return std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{},
+                                       std::forward<Args>(args)...);
+}
+}  // namespace
+
 int64_t shape_numel(const Shape& shape) {
   int64_t numel = 1;
   for (int64_t extent : shape) numel *= extent;
@@ -146,7 +155,7 @@ void check_numel_matches(int64_t numel, const Shape& shape) {
 // Every default-constructed tensor shares one empty storage: they hold no
 // bytes, and the factories below start from a default tensor.
 Tensor::Tensor() {
-  static const auto shared_empty = std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{}, 0);
+  static const auto shared_empty = make_storage(0);
   static const auto empty_layout = make_layout({0}, {1});
   storage_ = shared_empty;
   layout_ = empty_layout;
@@ -157,8 +166,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   Tensor t{Bare{}};
   t.dtype_ = dtype;
   t.layout_ = contiguous_layout(shape);
-  t.storage_ = std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{}, static_cast<size_t>(shape_numel(shape)) *
-                                         collie::element_size(dtype));
+  t.storage_ = make_storage(static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype));
   return t;
 }
 
@@ -167,8 +175,8 @@ Tensor Tensor::uninitialized(const Shape& shape, DType dtype) {
   Tensor t{Bare{}};
   t.dtype_ = dtype;
   t.layout_ = contiguous_layout(shape);
-  t.storage_ = std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{}, 
-      static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype), /*zero=*/false);
+  t.storage_ = make_storage(static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype),
+                            /*zero=*/false);
   return t;
 }
 
@@ -238,8 +246,8 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, const Shap
   if (data == nullptr && extent > 0) {
     throw ValueError("from_blob: null data for shape " + shape_to_string(shape));
   }
-  t.storage_ = std::allocate_shared<Storage>(detail::PoolAllocator<Storage>{}, 
-      data, static_cast<size_t>(extent) * collie::element_size(dtype), std::move(deleter));
+  t.storage_ = make_storage(data, static_cast<size_t>(extent) * collie::element_size(dtype),
+                            std::move(deleter));
   return t;
 }
 

@@ -64,8 +64,8 @@ class FlightRecorder {
 
   std::string group_;
   int world_rank_;
-  mutable std::mutex mu_;                // error texts and reported_
-  std::unique_ptr<Entry[]> ring_;        // capacity_ entries, slot seq % capacity_
+  mutable std::mutex mu_;          // error texts and reported_
+  std::unique_ptr<Entry[]> ring_;  // capacity_ entries, slot seq % capacity_
   size_t capacity_;
   std::atomic<uint64_t> recorded_{0};    // operations ever recorded
   std::atomic<uint64_t> newest_seq_{0};  // the largest seq recorded

@@ -613,9 +613,8 @@ std::unique_ptr<OpState> make_scatter(CollectiveCall c, const void* in, void* ou
   return std::make_unique<ScatterOp>(c, in, out, count, dtype, root);
 }
 std::unique_ptr<OpState> make_barrier(CollectiveCall c) { return std::make_unique<BarrierOp>(c); }
-std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in,
-                                         Counts send_counts, void* out,
-                                         Counts recv_counts, DType dtype,
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, Counts send_counts,
+                                         void* out, Counts recv_counts, DType dtype,
                                          std::optional<ArenaRef> shared_input) {
   return std::make_unique<AllToAllOp>(c, in, std::move(send_counts), out, std::move(recv_counts),
                                       dtype, shared_input);

@@ -12,8 +12,8 @@
 #include <optional>
 #include <vector>
 
-#include "backends/shm/arena.h"
 #include "backends/backend.h"
+#include "backends/shm/arena.h"
 #include "backends/shm/op_state.h"
 #include "collie/comm.h"
 
@@ -51,9 +51,8 @@ size_t check_all_to_all_counts(const ShmGroup& g, const OpInfo& info,
 
 // `shared_input`: where this rank's input is in the shared arena, when every
 // rank's input and output are there (the pieces are then read in place).
-std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in,
-                                         Counts send_counts, void* out,
-                                         Counts recv_counts, DType dtype,
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, Counts send_counts,
+                                         void* out, Counts recv_counts, DType dtype,
                                          std::optional<ArenaRef> shared_input);
 
 }  // namespace collie::detail

@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "backends/shm/shm_group.h"
-#include "core/small_pool.h"
 #include "collie/dtype.h"
+#include "core/small_pool.h"
 #include "runtime/work.h"
 
 namespace collie::detail {

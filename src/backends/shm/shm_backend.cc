@@ -98,8 +98,8 @@ void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
 
 void ShmBackend::barrier(const WorkPtr& w) { engine_->submit(group_.get(), make_barrier(call(w))); }
 
-void ShmBackend::all_to_all(const WorkPtr& w, const void* in, Counts send_counts,
-                            void* out, Counts recv_counts, DType dtype) {
+void ShmBackend::all_to_all(const WorkPtr& w, const void* in, Counts send_counts, void* out,
+                            Counts recv_counts, DType dtype) {
   const size_t esize = element_size(dtype);
   size_t sent = 0, received = 0;
   for (size_t c : send_counts) sent += c;

@@ -120,39 +120,44 @@ TEST_P(AllToAllWorld, SingleUnevenSplitsEveryDtype) {
 // others hundreds, so the receivers take rank 0's data in step 0 and the rest later.
 TEST_P(AllToAllWorld, SmallAndMultiStepSendersInOneCall) {
   const int n = GetParam();
-  run_ranks(n, [n](int rank) {
-    SoftChecks soft;
-    auto elements = [](int src, int dst) -> int64_t {
-      return src == 0 ? 1 + dst % 3 : 700 + 37 * dst + src;
-    };
-    for (DType dt : all_dtypes()) {
-      const std::string what = "all_to_all_single small+multi-step " + std::string(dtype_name(dt));
-      soft.check(what, [&] {
-        std::vector<int64_t> in_split, out_split;
-        std::vector<Tensor> parts;
-        int64_t received = 0;
-        for (int peer = 0; peer < n; ++peer) {
-          in_split.push_back(elements(rank, peer));
-          out_split.push_back(elements(peer, rank));
-          received += out_split.back();
-          parts.push_back(make_tensor({in_split.back()}, dt, [&](int64_t i) {
-            return pattern_value(dt, pair_key(rank, peer), i);
-          }));
+  run_ranks(
+      n,
+      [n](int rank) {
+        SoftChecks soft;
+        auto elements = [](int src, int dst) -> int64_t {
+          return src == 0 ? 1 + dst % 3 : 700 + 37 * dst + src;
+        };
+        for (DType dt : all_dtypes()) {
+          const std::string what =
+              "all_to_all_single small+multi-step " + std::string(dtype_name(dt));
+          soft.check(what, [&] {
+            std::vector<int64_t> in_split, out_split;
+            std::vector<Tensor> parts;
+            int64_t received = 0;
+            for (int peer = 0; peer < n; ++peer) {
+              in_split.push_back(elements(rank, peer));
+              out_split.push_back(elements(peer, rank));
+              received += out_split.back();
+              parts.push_back(make_tensor({in_split.back()}, dt, [&](int64_t i) {
+                return pattern_value(dt, pair_key(rank, peer), i);
+              }));
+            }
+            Tensor x = Tensor::cat(parts);
+            auto [y, h] = all_to_all_single_with_output_shape({received}, x, out_split, in_split);
+            std::vector<double> expected;
+            for (int src = 0; src < n; ++src) {
+              for (int64_t i = 0; i < out_split[static_cast<size_t>(src)]; ++i) {
+                expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+              }
+            }
+            check_tensor(
+                y, dt, {received}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; },
+                what);
+          });
         }
-        Tensor x = Tensor::cat(parts);
-        auto [y, h] = all_to_all_single_with_output_shape({received}, x, out_split, in_split);
-        std::vector<double> expected;
-        for (int src = 0; src < n; ++src) {
-          for (int64_t i = 0; i < out_split[static_cast<size_t>(src)]; ++i) {
-            expected.push_back(pattern_value(dt, pair_key(src, rank), i));
-          }
-        }
-        check_tensor(y, dt, {received}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; },
-                     what);
-      });
-    }
-    soft.finish();
-  }, small_chunks());
+        soft.finish();
+      },
+      small_chunks());
 }
 
 TEST_P(AllToAllWorld, VcCountMatrixEveryDtype) {

@@ -96,8 +96,9 @@ TEST(FlightRecorder, DumpsWhileOthersRecordShowWholeEntries) {
       if (seq > 1) r.finished(seq - 1, seq % 3 ? "" : "failed");
     }
   });
-  const std::regex line("  seq ([0-9]+) +all_reduce\\(sum\\) float32 x([0-9]+) +"
-                        "(issued|completed|FAILED) .*");
+  const std::regex line(
+      "  seq ([0-9]+) +all_reduce\\(sum\\) float32 x([0-9]+) +"
+      "(issued|completed|FAILED) .*");
   int checked = 0;
   while (next.load() < 100) std::this_thread::yield();
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
