@@ -26,11 +26,21 @@ struct SharedArena::Chunk {
   Segment segment;
   uint32_t id = 0;
   std::map<size_t, size_t> free;  // offset -> length, coalesced
+  // Freed one-page blocks (every small tensor's, and the output of every small
+  // call on shared tensors), reused first: a map insertion and removal with
+  // coalescing cost more than the rest of such a call's allocation.
+  std::vector<size_t> free_pages;
+  static constexpr size_t kMaxFreePages = 256;
 
   uint8_t* base() const { return static_cast<uint8_t*>(segment.data()); }
 
   // First fit; the caller holds mu.
   std::optional<size_t> take(size_t len) {
+    if (len == kPage && !free_pages.empty()) {
+      const size_t offset = free_pages.back();
+      free_pages.pop_back();
+      return offset;
+    }
     for (auto it = free.begin(); it != free.end(); ++it) {
       if (it->second < len) continue;
       size_t offset = it->first;
@@ -44,6 +54,22 @@ struct SharedArena::Chunk {
 
   void give_back(size_t offset, size_t len) {
     std::lock_guard<std::mutex> lock(mu);
+    if (len == kPage && free_pages.size() < kMaxFreePages) {
+      free_pages.push_back(offset);
+      return;
+    }
+    coalesce(offset, len);
+  }
+
+  // Returns the kept pages to the map, so that they merge into larger ranges
+  // again; the caller holds mu.
+  void release_free_pages() {
+    for (size_t offset : free_pages) coalesce(offset, kPage);
+    free_pages.clear();
+  }
+
+ private:
+  void coalesce(size_t offset, size_t len) {
     auto next = free.lower_bound(offset);
     if (next != free.end() && offset + len == next->first) {
       len += next->second;
@@ -136,6 +162,13 @@ std::pair<void*, std::function<void(void*)>> SharedArena::allocate(size_t nbytes
       chunk = c;
       break;
     }
+  }
+  // Before growing, let the kept single pages merge into larger free ranges.
+  for (auto it = chunks_.begin(); !chunk && len > kPage && it != chunks_.end(); ++it) {
+    std::lock_guard<std::mutex> chunk_lock((*it)->mu);
+    if ((*it)->free_pages.empty()) continue;
+    (*it)->release_free_pages();
+    if ((offset = (*it)->take(len))) chunk = *it;
   }
   if (!chunk) {
     chunk = new_chunk(len);

@@ -5,11 +5,13 @@
 // Owner side (SharedArena, one per process): memory comes in chunks, each a
 // shared-memory segment "/collie-<uid>-<job>-arena<k>-<world rank>" that starts
 // with a SegmentHeader (owner pid, so the launcher's stale sweep can judge it)
-// followed by the blocks. Blocks are page-aligned, first-fit, coalesced on free,
-// and chunks stay until release(): like a caching allocator, repeated collectives
-// reuse the same pages (already mapped by every peer). A chunk's name stays
-// linked until release() because peers map it lazily, the first time a
-// collective names it; `collie run` removes the names of a rank that died.
+// followed by the blocks. Blocks are page-aligned, first-fit, coalesced on free
+// (freed one-page blocks are kept aside for reuse, and merged back before the
+// arena grows), and chunks stay until release(): like a caching allocator,
+// repeated collectives reuse the same pages (already mapped by every peer). A
+// chunk's name stays linked until release() because peers map it lazily, the
+// first time a collective names it; `collie run` removes the names of a rank
+// that died.
 //
 // Peer side (PeerArenas, used by the progress engine only): maps peers' chunks on
 // first use and keeps them mapped until the engine goes away.

@@ -4,6 +4,7 @@
 // arena's allocation and life cycle, and the mixed shared/private mismatch.
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <numeric>
 
@@ -211,6 +212,31 @@ TEST(Shared, ArenaReusesBlocksAndRecognisesViews) {
     Tensor s = shared_tensor({3}, DType::Int64, [&](int64_t i) { return i * rank; });
     auto [z, h2] = all_reduce(s);
     check_tensor(z, DType::Int64, {3}, [](int64_t i) { return static_cast<double>(i); }, "all_reduce x3");
+  });
+}
+
+// One-page blocks are kept aside for reuse when freed; before the arena grows,
+// they go back and merge, so a block as large as the rest of the chunk still fits
+// where they were (no second chunk).
+TEST(Shared, FreedSmallBlocksAreReusedAndMergeAgainForLargeOnes) {
+  run_ranks(1, [](int) {
+    std::vector<Tensor> small;
+    for (int i = 0; i < 300; ++i) small.push_back(empty_shared({4}, DType::Float32));
+    void* lowest = small[0].data_ptr();
+    for (const Tensor& t : small) lowest = std::min(lowest, t.data_ptr());
+    void* freed = small[7].data_ptr();
+    small[7] = Tensor();
+    Tensor again = empty_shared({16}, DType::Int32);
+    RCHECK_EQ(again.data_ptr(), freed) << "a freed page is the next one handed out";
+    again = Tensor();
+    small.clear();
+    // 63.5 MiB: fits in the first chunk (64 MiB) only if the 300 pages merged again.
+    Tensor large = empty_shared({(127 << 19) / 4}, DType::Float32);
+    RCHECK_EQ(large.data_ptr(), lowest) << "the large block starts where the small ones were";
+    Tensor one = empty_shared({2}, DType::Float64);  // a page after the large block
+    RCHECK(one.data_ptr() > large.data_ptr());
+    auto [y, h] = all_reduce(large.slice(0, 8));
+    RCHECK_EQ(y.numel(), 8);
   });
 }
 
