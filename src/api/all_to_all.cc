@@ -61,7 +61,7 @@ detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int
 
 WorkPtr launch(detail::Group& g, const Tensor& in, detail::Counts send, const Tensor& out,
                detail::Counts recv, bool blocking) {
-  // detail::Counts differ per rank, so the fingerprint carries none (step 0 checks them).
+  // Counts differ per rank, so the fingerprint carries none (step 0 checks them).
   detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0, ReduceOp::SUM, -1, blocking);
   return g.submit(info, {&in, &out}, [&](Backend& b, const WorkPtr& w) {
     b.all_to_all(w, in.data_ptr(), std::move(send), out.data_ptr(), std::move(recv), in.dtype());

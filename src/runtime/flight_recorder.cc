@@ -57,10 +57,7 @@ void FlightRecorder::issued(const OpInfo& info) {
   // kWriting or the new stamp when it reads the stamp again (no fences: those
   // are invisible to ThreadSanitizer).
   e.stamp.store(kWriting, std::memory_order_relaxed);
-  e.what.store(static_cast<uint64_t>(info.kind) | static_cast<uint64_t>(info.dtype) << 8 |
-                   static_cast<uint64_t>(info.reduce_op) << 16 |
-                   static_cast<uint64_t>(info.blocking) << 24 |
-                   static_cast<uint64_t>(static_cast<uint32_t>(info.root + 1)) << 32,
+  e.what.store(info.pack_identity() | static_cast<uint64_t>(info.blocking) << 24,
                std::memory_order_release);
   e.count.store(info.count, std::memory_order_release);
   e.tag.store(info.tag, std::memory_order_release);
@@ -102,11 +99,8 @@ bool FlightRecorder::snapshot(uint64_t seq, Snapshot* out) const {
     if (stamp == kWriting) continue;
     if (stamp >> 2 != seq) return false;  // overwritten by a newer operation
     const uint64_t what = e.what.load(std::memory_order_acquire);
-    out->info.kind = static_cast<OpKind>(what & 0xff);
-    out->info.dtype = static_cast<DType>((what >> 8) & 0xff);
-    out->info.reduce_op = static_cast<ReduceOp>((what >> 16) & 0xff);
+    out->info.unpack_identity(what);
     out->info.blocking = ((what >> 24) & 1) != 0;
-    out->info.root = static_cast<int>(static_cast<uint32_t>(what >> 32)) - 1;
     out->info.count = e.count.load(std::memory_order_acquire);
     out->info.tag = static_cast<int>(e.tag.load(std::memory_order_acquire));
     out->info.seq = seq;
@@ -132,8 +126,7 @@ std::string FlightRecorder::dump() const {
   for (uint64_t seq = newest + 1 - shown; seq <= newest && shown > 0; ++seq) {
     Snapshot e;
     if (!snapshot(seq, &e)) continue;
-    std::string what = e.info.describe();
-    what = what.substr(0, what.find(" on group"));
+    const std::string what = e.info.describe_call();
     auto end = e.state == kIssued ? now : e.end;
     char line[512];
     std::snprintf(line, sizeof(line), "  seq %-6llu %-44s %-10s %10.3f ms%s%s\n",

@@ -52,7 +52,7 @@ class FlightRecorder {
   static constexpr uint64_t kWriting = ~uint64_t{0};
   struct Entry {
     std::atomic<uint64_t> stamp{kWriting};  // kWriting also marks a never-used entry
-    // kind | dtype << 8 | reduce op << 16 | blocking << 24 | (root + 1) << 32
+    // OpInfo::pack_identity() | blocking << 24
     std::atomic<uint64_t> what{0};
     std::atomic<uint64_t> count{0};
     std::atomic<int64_t> tag{0};

@@ -44,7 +44,26 @@ const char* op_kind_name(OpKind kind) {
   return "unknown_op";
 }
 
+uint64_t OpInfo::pack_identity() const {
+  return static_cast<uint64_t>(kind) | static_cast<uint64_t>(dtype) << 8 |
+         static_cast<uint64_t>(reduce_op) << 16 |
+         static_cast<uint64_t>(static_cast<uint32_t>(root + 1)) << 32;
+}
+
+void OpInfo::unpack_identity(uint64_t word) {
+  kind = static_cast<OpKind>(word & 0xff);
+  const auto d = (word >> 8) & 0xff;
+  dtype = d < kNumDTypes ? static_cast<DType>(d) : DType::Float32;  // words from peers too
+  reduce_op = static_cast<ReduceOp>((word >> 16) & 0xff);
+  root = static_cast<int>(static_cast<uint32_t>(word >> 32)) - 1;
+}
+
 std::string OpInfo::describe() const {
+  return describe_call() + " on group '" + (group ? *group : std::string()) + "' seq " +
+         std::to_string(seq);
+}
+
+std::string OpInfo::describe_call() const {
   std::string s = op_kind_name(kind);
   bool reduces =
       kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::Reduce;
@@ -57,7 +76,6 @@ std::string OpInfo::describe() const {
     s += std::to_string(root) + " (group rank)";
   }
   if (kind == OpKind::Send || kind == OpKind::Recv) s += " tag " + std::to_string(tag);
-  s += " on group '" + (group ? *group : std::string()) + "' seq " + std::to_string(seq);
   return s;
 }
 

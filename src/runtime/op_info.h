@@ -49,6 +49,14 @@ struct OpInfo {
 
   // "all_reduce(sum) float32 x1024 on group 'g' seq 7"
   std::string describe() const;
+  // The call alone, without group and seq: "all_reduce(sum) float32 x1024"
+  std::string describe_call() const;
+
+  // kind | dtype << 8 | reduce op << 16 | (root + 1) << 32 in one word, as step
+  // fingerprints and flight-recorder entries store it (bits 24-31 are left to
+  // them); unpack_identity() sets those four fields back.
+  uint64_t pack_identity() const;
+  void unpack_identity(uint64_t word);
 };
 
 }  // namespace collie::detail

@@ -7,9 +7,7 @@ namespace collie::detail {
 
 Fingerprint Fingerprint::of(const OpInfo& info) {
   Fingerprint f;
-  f.words[0] = static_cast<uint64_t>(info.kind) | static_cast<uint64_t>(info.dtype) << 8 |
-               static_cast<uint64_t>(info.reduce_op) << 16 |
-               static_cast<uint64_t>(static_cast<uint32_t>(info.root + 1)) << 32;
+  f.words[0] = info.pack_identity();
   f.words[1] = info.count;
   f.words[2] = info.seq;
   return f;
@@ -17,15 +15,9 @@ Fingerprint Fingerprint::of(const OpInfo& info) {
 
 std::string Fingerprint::describe() const {
   OpInfo info;
-  info.kind = static_cast<OpKind>(words[0] & 0xff);
-  auto dtype = (words[0] >> 8) & 0xff;
-  info.dtype = dtype < kNumDTypes ? static_cast<DType>(dtype) : DType::Float32;
-  info.reduce_op = static_cast<ReduceOp>((words[0] >> 16) & 0xff);
-  info.root = static_cast<int>(static_cast<uint32_t>(words[0] >> 32)) - 1;
+  info.unpack_identity(words[0]);
   info.count = words[1];
-  info.seq = words[2];
-  std::string s = info.describe();
-  s = s.substr(0, s.find(" on group"));  // the group is the same for all
+  std::string s = info.describe_call();  // the group is the same for all
   switch ((words[0] >> 24) & 0xff) {
     case 1: return s + " (two-shot)";
     case 2: return s + " on shared tensors";
