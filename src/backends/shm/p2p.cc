@@ -436,7 +436,13 @@ bool P2PMatcher::advance_incoming(int src) {
       tail += n;
       in.remaining -= n;
       moved = true;
-      if (in.recv) in.recv->last_progress = coarse_now();
+      // The receive this data is for, posted or claimed while the message was
+      // already arriving as unexpected: its deadline counts from this progress.
+      if (in.recv) {
+        in.recv->last_progress = coarse_now();
+      } else if (in.unexpected != nullptr && in.unexpected->claimant) {
+        in.unexpected->claimant->last_progress = coarse_now();
+      }
     }
     if (in.remaining > 0) break;
     // Message complete.
