@@ -35,7 +35,7 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
 asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels
            core_test_small_pool runtime_test_flight_recorder)
 asan_targets=("${asan_core[@]}" harness_test
-              all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test
+              all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test eager_rooted_test
               barrier_test p2p_test batch_isend_irecv_test all_to_all_test groups_test
               init_and_errors_test concurrency_test fault_test shared_test cma_test
               collie_cli_tests collie_fault_test collie_stress_test)
@@ -47,8 +47,8 @@ asan_ctest=(-L '^(comm|harness|cli|faults|stress)$')
 # the flight recorder, dumped while other threads record.
 tsan_core=(core_test_small_pool runtime_test_flight_recorder)
 tsan_targets=("${tsan_core[@]}" concurrency_test shared_test p2p_test batch_isend_irecv_test groups_test fault_test
-              all_reduce_test collie_stress_test)
-tsan_ctest=(-R '^(Concurrency|P2P|Batch|Groups|Fault|AllReduce|Stress|Shared)\.')
+              all_reduce_test eager_rooted_test collie_stress_test)
+tsan_ctest=(-R '^(Concurrency|P2P|Batch|Groups|Fault|AllReduce|Stress|Shared|EagerRootedMismatch|Ranks/EagerRooted)\.')
 
 elapsed() { echo $(( $(date +%s) - $1 )); }
 

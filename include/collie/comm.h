@@ -8,6 +8,11 @@
 // different operation or size gets CommError naming both calls, a peer that dies
 // gets CommError naming it, and a peer that never arrives gets TimeoutError after
 // the group's deadline (COLLIE_TIMEOUT). After such a failure the group is unusable.
+// One exception in timing: in reduce, broadcast, gather_into_tensor and
+// scatter_tensor of at most 4 KiB per rank, the ranks that need nobody's data
+// (the root of broadcast/scatter, the non-roots of reduce/gather) return without
+// waiting for the others and get the CommError of a mismatch at their next call
+// on the group (or from destroy_group/release); COLLIE_DEBUG=detail makes them wait.
 //
 // Functions with `async_op` return (output, handle): with async_op=false the
 // operation has completed and the handle is empty; with async_op=true the output

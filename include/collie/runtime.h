@@ -41,7 +41,12 @@ const char* version();
 void init(std::string_view backend_name = "");
 
 // Leaves the job: waits for queued operations, destroys every group, unmaps all
-// shared memory. init() may be called again afterwards.
+// shared memory. init() may be called again afterwards. If a group's last call
+// was a small rooted one that returned before seeing every rank's call (the
+// root of a broadcast or scatter, a non-root of a reduce or gather, at most
+// 4 KiB per rank), it first waits for the other ranks to reach that call (the
+// group's deadline) and raises CommError if their calls differ (TimeoutError if
+// they never come); the job is released either way.
 void release();
 
 bool is_initialized();
@@ -86,6 +91,8 @@ struct GroupOptions {
 void create_group(std::string_view group, const std::vector<int>& rank_ids,
                   const GroupOptions& options = {});
 // Destroys a group (not collective). ValueError for the world; ValueError if unknown.
+// Like release(), it first checks a small rooted last call the other ranks had
+// not reached (CommError/TimeoutError); the group is destroyed either way.
 void destroy_group(std::string_view group);
 
 }  // namespace collie

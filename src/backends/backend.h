@@ -57,6 +57,9 @@ class Backend {
   virtual void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) = 0;
 
   // Blocks until every operation issued on this group has completed or failed.
+  // A backend whose calls may return before every rank's call was compared
+  // (shm's eager rooted calls) then compares the last one and throws its
+  // CommError (or TimeoutError) if it mismatched.
   virtual void drain() = 0;
 };
 

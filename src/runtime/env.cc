@@ -1,5 +1,6 @@
 #include "runtime/env.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
@@ -141,6 +142,16 @@ double default_timeout_seconds() {
   return t;
 }
 
+bool debug_detail() {
+  auto v = get("COLLIE_DEBUG");
+  if (!v || v->empty()) return false;
+  std::string lower;
+  for (char c : *v) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "detail") return true;
+  if (lower == "off") return false;
+  throw ValueError("environment variable COLLIE_DEBUG='" + *v + "' must be 'off' or 'detail'");
+}
+
 size_t env_bytes(const char* name, size_t fallback) {
   auto v = get(name);
   if (!v) return fallback;
@@ -164,8 +175,8 @@ std::map<std::string, std::string> relevant_environment() {
   for (const char* n :
        {"COLLIE_TIMEOUT", "COLLIE_BACKEND", "COLLIE_SHM_SLOT_BYTES", "COLLIE_P2P_RING_BYTES",
         "COLLIE_SPIN_US", "COLLIE_MPI_REDUCTION", "COLLIE_ALLREDUCE_ALGO", "COLLIE_CMA",
-        "COLLIE_SHARED_CHUNK_BYTES", "COLLIE_P2P_PULL", "PMIX_RANK", "SLURM_STEP_NUM_NODES",
-        "RANK_ID", "RANK_SIZE"}) {
+        "COLLIE_SHARED_CHUNK_BYTES", "COLLIE_P2P_PULL", "COLLIE_DEBUG", "PMIX_RANK",
+        "SLURM_STEP_NUM_NODES", "RANK_ID", "RANK_SIZE"}) {
     add(n);
   }
   return out;

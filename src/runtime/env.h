@@ -10,7 +10,7 @@
 //   4. none of them: a world of one.
 // Tuning and safety knobs (all optional): COLLIE_TIMEOUT (seconds, default 300),
 // COLLIE_BACKEND, COLLIE_SHM_SLOT_BYTES, COLLIE_P2P_RING_BYTES, COLLIE_SPIN_US,
-// COLLIE_MPI_REDUCTION (docs/env.md has them all).
+// COLLIE_MPI_REDUCTION, COLLIE_DEBUG (docs/env.md has them all).
 // docs/env.md is the user-facing copy of this contract; keep them in step.
 #pragma once
 
@@ -35,6 +35,13 @@ LaunchEnv read_launch_env();
 
 // Default deadline of every wait, from COLLIE_TIMEOUT (seconds, > 0), else 300.
 double default_timeout_seconds();
+
+// COLLIE_DEBUG=detail (case-insensitive): every collective checks every rank's
+// call before it returns. By default a small rooted call lets the ranks that need
+// nobody's data return at once and check the others' calls at their next one
+// (docs/design.md, "Mismatch detection"). ValueError for values other than
+// off/detail, naming the variable.
+bool debug_detail();
 
 // A positive byte count from variable `name`, else `fallback`. Accepts K/M/G suffixes.
 size_t env_bytes(const char* name, size_t fallback);

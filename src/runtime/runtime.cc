@@ -146,9 +146,19 @@ void release() {
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.initialized) return;
   signal_dump = std::move(s.signal_dump);
-  for (auto& [name, g] : s.groups) g->drain();
+  // A group's drain can report a mismatched last call (Backend::drain); the
+  // runtime is released all the same and the first such error raised after.
+  std::exception_ptr first_error;
+  auto drain = [&](detail::Group& g) {
+    try {
+      g.drain();
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  };
+  for (auto& [name, g] : s.groups) drain(*g);
   s.groups.clear();  // detaches each sub-group from the engine
-  s.world->drain();
+  drain(*s.world);
   s.world.reset();
   s.transport->shutdown();
   s.transport.reset();
@@ -156,6 +166,7 @@ void release() {
   s.generation.fetch_add(1, std::memory_order_release);
   s.world_name.clear();
   s.backend.clear();
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 bool is_initialized() {

@@ -6,10 +6,11 @@
 #include <cstdlib>
 #include <thread>
 
-#include "runtime/coarse_clock.h"
 #include "backends/shm/futex.h"
 #include "backends/shm/liveness.h"
+#include "backends/shm/step_op.h"
 #include "collie/errors.h"
+#include "runtime/coarse_clock.h"
 #include "runtime/op_info.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -185,6 +186,12 @@ void ShmEngine::drain(ShmGroup* group) {
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
   }
+}
+
+std::optional<OpInfo> ShmEngine::unchecked_call(const ShmGroup& group) {
+  std::lock_guard<std::mutex> lock(progress_mu_);
+  if (group.unchecked_step == 0 || !group.failure.empty()) return std::nullopt;
+  return unchecked_call_info(group);
 }
 
 void ShmEngine::detach(ShmGroup* group) {

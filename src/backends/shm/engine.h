@@ -14,6 +14,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +50,9 @@ class ShmEngine final : public ProgressDriver {
 
   // Blocks until `group` (nullptr: everything, p2p included) has no queued operations.
   void drain(ShmGroup* group);
+  // The group's last call if it was an eager rooted one whose peers' calls this
+  // rank has not compared yet (step_op.h), unless the group failed.
+  std::optional<OpInfo> unchecked_call(const ShmGroup& group);
   // Drains `group`, then makes the engine forget it (before the group is destroyed).
   // The world group is never detached.
   void detach(ShmGroup* group);

@@ -2,6 +2,7 @@
 
 #include "backends/shm/collectives.h"
 #include "backends/shm/direct_ops.h"
+#include "backends/shm/step_op.h"
 
 namespace collie::detail {
 
@@ -141,6 +142,17 @@ void ShmBackend::recv(const WorkPtr& w, void* out, size_t count, DType dtype, in
   engine_->submit_recv(std::move(r));
 }
 
-void ShmBackend::drain() { engine_->drain(group_.get()); }
+void ShmBackend::drain() {
+  engine_->drain(group_.get());
+  // The group's last call was eager (step_op.h): this rank has not seen every
+  // peer's call yet. Wait for them (with the group's deadline) and compare, so
+  // that a mismatch is reported before the group goes away.
+  std::optional<OpInfo> unchecked = engine_->unchecked_call(*group_);
+  if (!unchecked) return;
+  auto work = std::make_shared<Work>(std::move(*unchecked));
+  work->set_driver(engine_);
+  engine_->submit(group_.get(), make_unchecked_call_check(*group_, work));
+  work->wait();
+}
 
 }  // namespace collie::detail

@@ -33,6 +33,9 @@ struct ShmGroupConfig {
   size_t ring_bytes = 0;  // p2p rings: world group only
   bool with_rings = false;
   double timeout_seconds = 300;
+  // COLLIE_DEBUG=detail: no eager rooted calls (step_op.h), every call checks
+  // every rank's fingerprint before it returns.
+  bool check_every_call = false;
 };
 
 class ShmGroup {
@@ -76,6 +79,11 @@ class ShmGroup {
   std::atomic<size_t> queue_size{0};           // queue.size(), readable by other threads
   std::string failure;                         // set once an operation failed
   std::vector<const uint8_t*> step_slots;      // scratch of StepOp (one op advances at a time)
+  // The last step of an eager rooted call (step_op.h) whose peers' fingerprints
+  // this rank has not compared yet (0: none), and its own fingerprint for it.
+  // Checked when the group's next step starts, or by drain (UncheckedCallCheck).
+  uint64_t unchecked_step = 0;
+  uint64_t unchecked_call[3] = {0, 0, 0};
 
  private:
   ShmGroupConfig config_;

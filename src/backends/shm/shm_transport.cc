@@ -33,7 +33,10 @@ size_t ring_bytes_from_env() {
 class ShmTransport final : public Transport {
  public:
   ShmTransport(const LaunchEnv& env, size_t slot_bytes, size_t ring_bytes)
-      : env_(env), slot_bytes_(slot_bytes), ring_bytes_(ring_bytes) {}
+      : env_(env),
+        slot_bytes_(slot_bytes),
+        ring_bytes_(ring_bytes),
+        check_every_call_(debug_detail()) {}
 
   std::string name() const override { return "shm"; }
 
@@ -76,12 +79,14 @@ class ShmTransport final : public Transport {
     cfg.my_group_rank = me;
     cfg.slot_bytes = slot_bytes_;
     cfg.timeout_seconds = timeout;
+    cfg.check_every_call = check_every_call_;
     return cfg;
   }
 
   LaunchEnv env_;
   size_t slot_bytes_;
   size_t ring_bytes_;
+  bool check_every_call_;  // COLLIE_DEBUG=detail
   std::shared_ptr<ShmEngine> engine_;
 };
 

@@ -13,6 +13,12 @@ Fingerprint Fingerprint::of(const OpInfo& info) {
   return f;
 }
 
+Fingerprint Fingerprint::of_words(const uint64_t words[3]) {
+  Fingerprint f;
+  for (int w = 0; w < 3; ++w) f.words[w] = words[w];
+  return f;
+}
+
 std::string Fingerprint::describe() const {
   OpInfo info;
   info.unpack_identity(words[0]);
@@ -41,6 +47,40 @@ namespace {
 bool published(const ShmGroup& g, int p, uint64_t step) {
   return g.control(p).line[step % 2].step.load(std::memory_order_acquire) >= step;
 }
+
+// Whether rank p stamped step `step` with the call `words` (kind, sizes: the two
+// words Fingerprint::same_call compares). Read in place: no copies on the fast path.
+bool stamped_with(const ShmGroup& g, int p, uint64_t step, const uint64_t words[3]) {
+  const StepLine& line = g.control(p).line[step % 2];
+  return line.fingerprint[0].load(std::memory_order_relaxed) == words[0] &&
+         line.fingerprint[1].load(std::memory_order_relaxed) == words[1];
+}
+
+// "rank 0: broadcast float32 x2 root 0 (group rank); rank 1: ..." for step `step`.
+std::string describe_calls(const ShmGroup& g, uint64_t step) {
+  std::string diff;
+  int shared = 0, arrived = 0;
+  for (int p = 0; p < g.size(); ++p) {
+    diff += (p ? "; " : "") + std::string("rank ") + std::to_string(g.world_rank(p)) + ": ";
+    if (!published(g, p, step)) {
+      diff += "(not at this call yet)";
+      continue;
+    }
+    Fingerprint f;
+    for (int w = 0; w < 3; ++w) {
+      f.words[w] = g.control(p).line[step % 2].fingerprint[w].load(std::memory_order_relaxed);
+    }
+    shared += ((f.words[0] >> 24) & 0xff) == 2;
+    ++arrived;
+    diff += f.describe();
+  }
+  if (shared > 0 && shared < arrived) {
+    diff += ". Tensors from empty_shared() must be passed by every rank of the call or by none";
+  }
+  return diff;
+}
+
+const char* const kMismatch = ": ranks called different operations (or sizes) at the same point: ";
 }  // namespace
 
 bool StepOp::peers_freed(uint64_t step) const {
@@ -53,7 +93,7 @@ bool StepOp::peers_freed(uint64_t step) const {
 
 bool StepOp::peers_ready(uint64_t step) const {
   for (int p = 0; p < group_.size(); ++p) {
-    if (!published(group_, p, step)) return false;
+    if (waits_for(p) && !published(group_, p, step)) return false;
   }
   return true;
 }
@@ -63,34 +103,42 @@ uint8_t* StepOp::data_of(int p, uint64_t step) const {
 }
 
 void StepOp::check_fingerprints(uint64_t step) const {
-  auto fingerprint_of = [&](int p) {
-    Fingerprint f;
-    for (int w = 0; w < 3; ++w) {
-      f.words[w] = group_.control(p).line[step % 2].fingerprint[w].load(std::memory_order_relaxed);
-    }
-    return f;
-  };
   // The common case, checked on the two words same_call() compares: no strings built.
   bool mismatch = false;
   for (int p = 0; p < group_.size(); ++p) {
-    const StepLine& line = group_.control(p).line[step % 2];
-    mismatch |= line.fingerprint[0].load(std::memory_order_relaxed) != fingerprint_.words[0] ||
-                line.fingerprint[1].load(std::memory_order_relaxed) != fingerprint_.words[1];
+    if (waits_for(p)) mismatch |= !stamped_with(group_, p, step, fingerprint_.words);
   }
-  if (!mismatch) return;
-  std::string diff;
-  int shared = 0;
-  for (int p = 0; p < group_.size(); ++p) {
-    Fingerprint f = fingerprint_of(p);
-    shared += ((f.words[0] >> 24) & 0xff) == 2;
-    diff += (p ? "; " : "") + std::string("rank ") + std::to_string(group_.world_rank(p)) + ": " +
-            f.describe();
+  if (mismatch) {
+    throw CommError(work()->info().describe() + kMismatch + describe_calls(group_, step));
   }
-  if (shared > 0 && shared < group_.size()) {
-    diff += ". Tensors from empty_shared() must be passed by every rank of the call or by none";
+}
+
+void StepOp::make_eager(int root, bool root_sends, size_t bytes_per_rank) {
+  if (group_.config().check_every_call || nsteps_ != 1 || bytes_per_rank > kEagerBytes) return;
+  const bool root_here = group_.rank() == root;
+  if (root_sends) {
+    source_ = root_here ? kNoRank : root;
+  } else {
+    source_ = root_here ? kEveryRank : kNoRank;
   }
-  throw CommError(work()->info().describe() +
-                  ": ranks called different operations (or sizes) at the same point: " + diff);
+}
+
+bool check_unchecked_call(ShmGroup& g) {
+  const uint64_t step = g.unchecked_step;
+  for (int p = 0; p < g.size(); ++p) {
+    if (!published(g, p, step)) return false;
+  }
+  g.unchecked_step = 0;
+  bool mismatch = false;
+  for (int p = 0; p < g.size(); ++p) mismatch |= !stamped_with(g, p, step, g.unchecked_call);
+  if (!mismatch) return true;
+  const std::string why =
+      " (seen when this rank's next call on the group started: a rooted call "
+      "of at most " +
+      std::to_string(kEagerBytes) +
+      " bytes per rank returns without waiting for every rank; "
+      "COLLIE_DEBUG=detail makes it wait)";
+  throw CommError(unchecked_call_info(g).describe() + kMismatch + describe_calls(g, step) + why);
 }
 
 Progress StepOp::advance() {
@@ -100,6 +148,11 @@ Progress StepOp::advance() {
   while (index_ < nsteps_) {
     if (phase_ == Phase::WaitFree) {
       if (step_ == 0) step_ = group_.next_step++;
+      // The previous step's unchecked fingerprints: the flags this waits for are
+      // the ones peers_freed() waits for (when step_ > 2) anyway.
+      if (group_.unchecked_step != 0 && !check_unchecked_call(group_)) {
+        return moved ? Progress::Advanced : Progress::Blocked;
+      }
       if (!peers_freed(step_)) return moved ? Progress::Advanced : Progress::Blocked;
       produce(index_, data_of(me, step_));
       StepLine& line = mine.line[step_ % 2];
@@ -123,6 +176,10 @@ Progress StepOp::advance() {
     std::vector<const uint8_t*>& slots = group_.step_slots;
     for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = data_of(p, step_);
     consume(index_, slots);
+    if (source_ != kEveryRank) {  // the fingerprints not waited for: checked next step
+      group_.unchecked_step = step_;
+      for (int w = 0; w < 3; ++w) group_.unchecked_call[w] = fingerprint_.words[w];
+    }
     phase_ = Phase::WaitFree;
     step_ = 0;
     ++index_;
@@ -135,11 +192,52 @@ std::vector<int> StepOp::blocked_on() const {
   std::vector<int> ranks;
   if (step_ == 0) return ranks;
   for (int p = 0; p < group_.size(); ++p) {
-    bool waiting = phase_ == Phase::WaitFree ? step_ > 2 && !published(group_, p, step_ - 1)
-                                             : !published(group_, p, step_);
+    bool waiting = phase_ == Phase::WaitFree ? (step_ > 2 || group_.unchecked_step != 0) &&
+                                                   !published(group_, p, step_ - 1)
+                                             : waits_for(p) && !published(group_, p, step_);
     if (waiting) ranks.push_back(group_.world_rank(p));
   }
   return ranks;
+}
+
+OpInfo unchecked_call_info(const ShmGroup& g) {
+  OpInfo info;
+  info.unpack_identity(g.unchecked_call[0]);
+  info.count = g.unchecked_call[1];
+  info.seq = g.unchecked_call[2];
+  info.group = std::make_shared<const std::string>(g.name());
+  info.blocking = true;
+  return info;
+}
+
+namespace {
+// Waits, like any operation (deadline, liveness), until every peer has reached
+// the group's unchecked call, then checks it.
+class UncheckedCallCheck final : public OpState {
+ public:
+  UncheckedCallCheck(ShmGroup& group, WorkPtr work) : OpState(std::move(work)), group_(group) {}
+
+  Progress advance() override {
+    if (group_.unchecked_step == 0 || check_unchecked_call(group_)) return Progress::Done;
+    return Progress::Blocked;
+  }
+
+  std::vector<int> blocked_on() const override {
+    std::vector<int> ranks;
+    if (group_.unchecked_step == 0) return ranks;
+    for (int p = 0; p < group_.size(); ++p) {
+      if (!published(group_, p, group_.unchecked_step)) ranks.push_back(group_.world_rank(p));
+    }
+    return ranks;
+  }
+
+ private:
+  ShmGroup& group_;
+};
+}  // namespace
+
+std::unique_ptr<OpState> make_unchecked_call_check(ShmGroup& group, WorkPtr work) {
+  return std::make_unique<UncheckedCallCheck>(group, std::move(work));
 }
 
 }  // namespace collie::detail

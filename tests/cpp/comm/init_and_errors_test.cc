@@ -96,6 +96,12 @@ TEST(Init, BadEnvironmentIsValueError) {
   bad_timeout.env = {{"COLLIE_TIMEOUT", "soon"}};
   run_ranks(1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_TIMEOUT"); }, bad_timeout);
 
+  RunOptions bad_debug = without_init();
+  bad_debug.env = {{"COLLIE_DEBUG", "verbose"}};
+  run_ranks(
+      1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_DEBUG", "verbose"); },
+      bad_debug);
+
   RunOptions bad_rank = without_init();
   bad_rank.env = {{"COLLIE_RANK", "5"}};
   run_ranks(1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_RANK"); }, bad_rank);
