@@ -215,6 +215,12 @@ void ShmEngine::detach(ShmGroup* group) {
 
 void ShmEngine::shutdown() {
   drain(nullptr);
+  {
+    // Messages that arrived for receives never posted: read them, so their
+    // senders complete (p2p.h), as if this rank had buffered them at once.
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    p2p_.buffer_deferred_pulls(/*all=*/true);
+  }
   stop_.store(true);
   my_doorbell().ring();
   if (thread_.joinable()) thread_.join();
@@ -379,6 +385,12 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, int64_t timeout_ns) 
   Doorbell& bell = my_doorbell();
   uint32_t seen = bell.prepare_wait(idle);
   // The pass after prepare_wait closes the race with a peer ringing just before.
+  // A deferred pulled message must be read within its grace even if nobody rings.
+  if (p2p_.has_deferred()) {
+    timeout_ns = std::min<int64_t>(
+        timeout_ns,
+        std::chrono::duration_cast<std::chrono::nanoseconds>(P2PMatcher::kPullGrace).count());
+  }
   if (!locked_pass(/*check_stalls_now=*/true) && !done()) bell.wait(seen, timeout_ns);
   bell.finish_wait(idle);
 }

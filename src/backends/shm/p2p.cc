@@ -6,10 +6,9 @@
 #include <string>
 #include <thread>
 
-#include "runtime/coarse_clock.h"
-#include "backends/shm/cma.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
+#include "runtime/coarse_clock.h"
 
 namespace collie::detail {
 namespace {
@@ -119,8 +118,10 @@ void P2PMatcher::add_recv(RecvRequest request) {
   for (auto it = list.begin(); it != list.end(); ++it) {
     if (it->claimant || !matches(it->header, recv.req)) continue;
     if (it->received == it->header.nbytes) {
+      const bool pulled_now = it->deferred;
       deliver_unexpected(*it, recv);
       list.erase(it);
+      if (pulled_now) acknowledge_pulls(recv.req.src);
     } else {
       it->claimant = std::move(recv);  // delivered when the rest arrives
     }
@@ -130,6 +131,10 @@ void P2PMatcher::add_recv(RecvRequest request) {
 }
 
 void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
+  if (u.deferred) {
+    deferred_count_.fetch_sub(1, std::memory_order_relaxed);
+    return deliver_pulled(u, r);
+  }
   if (!u.error.empty()) {
     complete(r.req.work, std::make_exception_ptr(
                              CommError(r.req.work->info().describe() + ": " + u.error)));
@@ -144,7 +149,7 @@ void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
 }
 
 bool P2PMatcher::advance() {
-  bool moved = false;
+  bool moved = has_deferred() && buffer_deferred_pulls(/*all=*/false);
   for (int peer = 0; peer < world_.size(); ++peer) {
     moved |= advance_incoming(peer);
     if (!sends_[static_cast<size_t>(peer)].empty() ||
@@ -213,80 +218,6 @@ bool P2PMatcher::advance_sends(int dst) {
     ring_(dst);
   }
   return complete_pulled(dst) || moved;
-}
-
-bool P2PMatcher::complete_pulled(int dst) {
-  auto& waiting = awaiting_pull_[static_cast<size_t>(dst)];
-  if (waiting.empty()) return false;
-  // The receiver takes pulled messages in ring order, so one count says which.
-  const uint64_t done =
-      world_.ring_control(world_.rank(), dst).pulls_done.load(std::memory_order_acquire);
-  bool moved = false;
-  while (!waiting.empty() && waiting.front().pull_seq <= done) {
-    WorkPtr work = waiting.front().req.work;
-    waiting.pop_front();
-    complete(work, nullptr);
-    moved = true;
-  }
-  return moved;
-}
-
-void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) {
-  const uint64_t seq = ++pulls_seen_[static_cast<size_t>(src)];
-  RingControl& ctl = world_.ring_control(src, world_.rank());
-  // An exception if the sender gave up on this message: its memory may be reused.
-  auto check_not_cancelled = [&] {
-    if (ctl.pulls_cancelled.load(std::memory_order_acquire) >= seq) {
-      throw CommError("rank " + std::to_string(src) +
-                      " gave up on this message (its send timed out) before it was read");
-    }
-  };
-  auto& posted = posted_[static_cast<size_t>(src)];
-  auto it = std::find_if(posted.begin(), posted.end(),
-                         [&](const Recv& r) { return matches(h, r.req); });
-  if (it != posted.end()) {
-    Recv r = std::move(*it);
-    posted.erase(it);
-    std::exception_ptr error;
-    if (h.nbytes != r.req.nbytes || h.dtype != static_cast<uint32_t>(r.req.dtype)) {
-      error = size_mismatch(src, h, r.req);
-    } else {
-      try {
-        check_not_cancelled();
-        cma_read(world_.pid(src), r.req.data, address, h.nbytes, src);
-      } catch (const std::exception& e) {
-        error = std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + e.what()));
-      }
-    }
-    complete(r.req.work, error);
-  } else {
-    // Nobody asked yet: read it now anyway, so the sender is never held up by
-    // the order of this rank's receives.
-    // (A message that cannot be read fails only the receive that claims it.)
-    auto& list = unexpected_[static_cast<size_t>(src)];
-    list.push_back(Unexpected{h, {}, h.nbytes, std::nullopt, {}});
-    Unexpected& u = list.back();
-    try {
-      check_not_cancelled();
-      // Read in doubling pieces: a header is external input, and a size it merely
-      // claims (up to 1 TiB) must not be allocated before that memory proved readable.
-      for (uint64_t got = 0; got < h.nbytes;) {
-        const uint64_t n = std::min<uint64_t>(h.nbytes - got, std::max<uint64_t>(got, 1u << 20));
-        u.data.resize(got + n);
-        cma_read(world_.pid(src), u.data.data() + got, address + got, n, src);
-        got += n;
-      }
-    } catch (const std::bad_alloc&) {
-      u.data = {};
-      u.error = "no memory to buffer an unexpected message of " + std::to_string(h.nbytes) +
-                " bytes from rank " + std::to_string(src);
-    } catch (const std::exception& e) {
-      u.data = {};
-      u.error = e.what();
-    }
-  }
-  ctl.pulls_done.store(seq, std::memory_order_release);
-  ring_(src);
 }
 
 void P2PMatcher::on_header(int src, const MessageHeader& h) {
@@ -365,8 +296,10 @@ void P2PMatcher::break_source(int src, const std::string& what) {
   in.recv.reset();
   for (auto& u : unexpected_[static_cast<size_t>(src)]) {
     if (u.claimant) fail(u.claimant->req.work);
+    if (u.deferred) deferred_count_.fetch_sub(1, std::memory_order_relaxed);
   }
   unexpected_[static_cast<size_t>(src)].clear();
+  acknowledge_pulls(src);  // dropped with the rest, as if read: nobody will read them
   in.unexpected = nullptr;
   in.target = nullptr;
   in.in_payload = false;

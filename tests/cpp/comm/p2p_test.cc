@@ -2,7 +2,8 @@
 // rings), rings over world sizes 2-4, tags matched out of order, FIFO per tag, sending to
 // oneself, world ranks in unsorted sub-groups, non-contiguous sends, size/dtype mismatch;
 // pulled messages (read from the sender's memory): the same results, mismatches,
-// and a timed-out pulled send that must not be read later.
+// messages nobody receives yet (buffered after a grace), and a timed-out pulled
+// send that must not be read later.
 #include <signal.h>
 #include <unistd.h>
 
@@ -282,6 +283,62 @@ INSTANTIATE_TEST_SUITE_P(Policies, P2PPull,
                            return "n" + std::to_string(std::get<0>(info.param)) + "_" +
                                   std::get<1>(info.param);
                          });
+
+// A pulled message whose receive is not posted is left in the sender's memory
+// for a short grace, then buffered (p2p.h). Rank 0's blocking send of tag 1 can
+// only complete through that buffering: rank 1 receives tag 1 only after tag 2,
+// which rank 0 sends after tag 1 completed. Without it this hangs until the deadline.
+TEST(P2P, PulledMessageNobodyReceivesYetIsBufferedAfterItsGrace) {
+  RunOptions o = small_chunks();
+  o.env.push_back({"COLLIE_P2P_PULL", "always"});
+  o.env.push_back({"COLLIE_TIMEOUT", "20"});
+  run_ranks(
+      2,
+      [](int rank) {
+        const int64_t count = 70001;
+        if (rank == 0) {
+          send(make_tensor({count}, DType::Float32,
+                           [](int64_t i) { return pattern_value(DType::Float32, 1, i); }),
+               1, WORLD, 1);
+          send(Tensor::full({4}, 2.0), 1, WORLD, 2);
+        } else {
+          Tensor second = recv(Tensor::zeros({4}), 0, WORLD, 2);
+          Tensor first = recv(Tensor::zeros({count}), 0, WORLD, 1);
+          check_tensor(
+              second, DType::Float32, {4}, [](int64_t) { return 2.0; }, "tag 2");
+          check_tensor(
+              first, DType::Float32, {count},
+              [](int64_t i) { return pattern_value(DType::Float32, 1, i); }, "tag 1, buffered");
+        }
+      },
+      o);
+}
+
+// Both ranks send first (blocking), then receive: with pulled messages each send
+// completes only once the other rank reads it, which its grace guarantees.
+TEST(P2P, CrossingBlockingPulledSendsComplete) {
+  RunOptions o = small_chunks();
+  o.env.push_back({"COLLIE_P2P_PULL", "always"});
+  o.env.push_back({"COLLIE_TIMEOUT", "20"});
+  run_ranks(
+      2,
+      [](int rank) {
+        const int64_t count = 70001;
+        const int peer = 1 - rank;
+        for (int round = 0; round < 3; ++round) {
+          send(make_tensor(
+                   {count}, DType::Float32,
+                   [&](int64_t i) { return pattern_value(DType::Float32, 10 * round + rank, i); }),
+               peer);
+          Tensor y = recv(Tensor::zeros({count}), peer);
+          check_tensor(
+              y, DType::Float32, {count},
+              [&](int64_t i) { return pattern_value(DType::Float32, 10 * round + peer, i); },
+              "round " + std::to_string(round));
+        }
+      },
+      o);
+}
 
 // State letter of a process ('T': stopped), from /proc/<pid>/stat.
 char process_state(pid_t pid) {

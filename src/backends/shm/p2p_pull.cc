@@ -1,0 +1,129 @@
+// The pulled-message half of P2PMatcher (p2p.h): large messages between ranks
+// that agreed on CMA, read by the receiver from the sender's memory; deferred
+// reads and their in-order acknowledgement.
+#include <algorithm>
+#include <string>
+
+#include "backends/shm/cma.h"
+#include "backends/shm/p2p.h"
+#include "collie/errors.h"
+
+namespace collie::detail {
+
+void P2PMatcher::check_pull_not_cancelled(int src, uint64_t seq) const {
+  const RingControl& ctl = world_.ring_control(src, world_.rank());
+  if (ctl.pulls_cancelled.load(std::memory_order_acquire) >= seq) {
+    throw CommError("rank " + std::to_string(src) +
+                    " gave up on this message (its send timed out) before it was read");
+  }
+}
+
+void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) {
+  const uint64_t seq = ++pulls_seen_[static_cast<size_t>(src)];
+  Unexpected message{h, {}, h.nbytes, std::nullopt, {}, true, address, seq, {}};
+  auto& posted = posted_[static_cast<size_t>(src)];
+  auto it =
+      std::find_if(posted.begin(), posted.end(), [&](const Recv& r) { return matches(h, r.req); });
+  if (it != posted.end()) {
+    Recv r = std::move(*it);
+    posted.erase(it);
+    deliver_pulled(message, r);
+  } else {
+    // Nobody asked yet: deferred (p2p.h), read within kPullGrace either way.
+    message.arrived = Clock::now();
+    unexpected_[static_cast<size_t>(src)].push_back(std::move(message));
+    deferred_count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  acknowledge_pulls(src);
+}
+
+void P2PMatcher::deliver_pulled(Unexpected& u, Recv& r) {
+  const int src = r.req.src;
+  std::exception_ptr error;
+  if (u.header.nbytes != r.req.nbytes || u.header.dtype != static_cast<uint32_t>(r.req.dtype)) {
+    error = size_mismatch(src, u.header, r.req);
+  } else {
+    try {
+      check_pull_not_cancelled(src, u.pull_seq);
+      cma_read(world_.pid(src), r.req.data, u.pull_address, u.header.nbytes, src);
+    } catch (const std::exception& e) {
+      error = std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + e.what()));
+    }
+  }
+  u.deferred = false;
+  complete(r.req.work, error);
+}
+
+void P2PMatcher::buffer_pulled(int src, Unexpected& u) {
+  u.deferred = false;
+  // A message that cannot be read fails only the receive that claims it.
+  try {
+    check_pull_not_cancelled(src, u.pull_seq);
+    // Read in doubling pieces: a header is external input, and a size it merely
+    // claims (up to 1 TiB) must not be allocated before that memory proved readable.
+    for (uint64_t got = 0; got < u.header.nbytes;) {
+      const uint64_t n =
+          std::min<uint64_t>(u.header.nbytes - got, std::max<uint64_t>(got, 1u << 20));
+      u.data.resize(got + n);
+      cma_read(world_.pid(src), u.data.data() + got, u.pull_address + got, n, src);
+      got += n;
+    }
+  } catch (const std::bad_alloc&) {
+    u.data = {};
+    u.error = "no memory to buffer an unexpected message of " + std::to_string(u.header.nbytes) +
+              " bytes from rank " + std::to_string(src);
+  } catch (const std::exception& e) {
+    u.data = {};
+    u.error = e.what();
+  }
+}
+
+bool P2PMatcher::buffer_deferred_pulls(bool all) {
+  const Clock::time_point now = Clock::now();
+  bool moved = false;
+  for (int src = 0; src < world_.size(); ++src) {
+    bool read = false;
+    for (Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
+      if (u.deferred && (all || now - u.arrived >= kPullGrace)) {
+        deferred_count_.fetch_sub(1, std::memory_order_relaxed);
+        buffer_pulled(src, u);
+        read = true;
+      }
+    }
+    if (read) acknowledge_pulls(src);
+    moved |= read;
+  }
+  return moved;
+}
+
+void P2PMatcher::acknowledge_pulls(int src) {
+  uint64_t done = pulls_seen_[static_cast<size_t>(src)];
+  for (const Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
+    if (u.deferred) {
+      done = u.pull_seq - 1;  // the list is in arrival order: the first is the oldest
+      break;
+    }
+  }
+  RingControl& ctl = world_.ring_control(src, world_.rank());
+  if (done <= ctl.pulls_done.load(std::memory_order_relaxed)) return;  // we are its only writer
+  ctl.pulls_done.store(done, std::memory_order_release);
+  ring_(src);
+}
+
+bool P2PMatcher::complete_pulled(int dst) {
+  auto& waiting = awaiting_pull_[static_cast<size_t>(dst)];
+  if (waiting.empty()) return false;
+  // The receiver takes pulled messages in ring order, so one count says which.
+  const uint64_t done =
+      world_.ring_control(world_.rank(), dst).pulls_done.load(std::memory_order_acquire);
+  bool moved = false;
+  while (!waiting.empty() && waiting.front().pull_seq <= done) {
+    WorkPtr work = waiting.front().req.work;
+    waiting.pop_front();
+    complete(work, nullptr);
+    moved = true;
+  }
+  return moved;
+}
+
+}  // namespace collie::detail
