@@ -119,7 +119,10 @@ struct P2POp {
 // Starts every op at once and waits for all of them. Returns one tensor per op in
 // list order: received tensors for irecv, a 0-d float32 zero placeholder for isend.
 // Any order of sends and receives completes (no deadlock), whatever the sizes.
-// TypeError for an empty list.
+// TypeError for an empty list. If a transfer fails (a dead peer, a size mismatch,
+// a deadline), its error is raised as soon as it is known; the batch's other
+// transfers carry on in the background, keeping their tensors alive, and end on
+// their own (the flight recorder shows how).
 std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list);
 
 // input_tensor_list[i] goes to group rank i; output i (shape output_shape_list[i])

@@ -162,13 +162,23 @@ std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
       break;
     }
   }
-  // Wait for every started transfer (they use the tensors' memory) before reporting.
-  for (const Transfer& t : transfers) {
-    if (!t.work) break;  // not started (an earlier start failed)
+  // Wait for the transfers in order, until one fails: its error is raised at
+  // once. The others carry on in the background (the engine progresses them to
+  // completion or to their own error) and keep their tensors alive meanwhile, so a
+  // rank whose peer died hears of it when that is detected, not only after its
+  // exchanges with every live peer are done (seconds for large ones on a loaded
+  // machine).
+  for (size_t i = 0; i < transfers.size() && transfers[i].work; ++i) {
+    const WorkPtr& work = transfers[i].work;
+    if (first_error) {
+      work->keep_alive(p2p_op_list[i].tensor);
+      if (i < results.size()) work->keep_alive(results[i]);
+      continue;
+    }
     try {
-      t.work->wait();
+      work->wait();
     } catch (...) {
-      if (!first_error) first_error = std::current_exception();
+      first_error = std::current_exception();
     }
   }
   if (first_error) std::rethrow_exception(first_error);

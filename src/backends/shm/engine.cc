@@ -32,7 +32,7 @@ constexpr auto kStallCheckInterval = std::chrono::milliseconds(5);
 // deadlines and peers checked); idle engines sleep longer.
 constexpr int64_t kBusySleepNs = 20'000'000;
 constexpr int64_t kIdleSleepNs = 500'000'000;
-constexpr unsigned kIdlePassesPerStallCheck = 32;
+constexpr unsigned kPassesPerStallCheck = 32;
 
 }  // namespace
 
@@ -372,9 +372,12 @@ void ShmEngine::check_stalls(Clock::time_point now) {
 bool ShmEngine::locked_pass(bool check_stalls_now) {
   std::lock_guard<std::mutex> lock(progress_mu_);
   bool moved = pass();
-  // Deadlines are seconds long: a spinning waiter reads the clock for them only
-  // every kIdlePassesPerStallCheck idle passes (a reading costs as much as a pass).
-  if (!moved && (check_stalls_now || ++idle_passes_ % kIdlePassesPerStallCheck == 0)) {
+  // Deadlines are seconds long: the clock is read for them only every
+  // kPassesPerStallCheck passes (a reading costs as much as an idle pass). Busy
+  // passes count too: a rank still moving data with some peers must notice one
+  // that died or stalled meanwhile (it used to only once everything else was
+  // done, which took seconds for a large exchange on a loaded machine).
+  if (check_stalls_now || ++passes_ % kPassesPerStallCheck == 0) {
     check_stalls(coarse_now());
   }
   return moved;

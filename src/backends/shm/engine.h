@@ -94,7 +94,7 @@ class ShmEngine final : public ProgressDriver {
   unsigned yield_every_ = 32;                // polls between sched_yield() while spinning
   std::chrono::steady_clock::time_point last_liveness_check_;
   std::chrono::steady_clock::time_point last_stall_check_;
-  unsigned idle_passes_ = 0;  // under progress_mu_
+  unsigned passes_ = 0;  // under progress_mu_
   std::thread thread_;
 
   void run();

@@ -1,6 +1,7 @@
 // P2POp construction and batch_isend_irecv: the docstring ring on 2-4 ranks (placeholder
 // for isend, received tensor for irecv), receives described by shape + dtype, any order of
-// ops, an all-pairs exchange, a 64 MiB ring exchange each way, and the errors.
+// ops, an all-pairs exchange, a 64 MiB ring exchange each way, and the errors (the
+// first raised while the batch's other transfers carry on).
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -148,6 +149,40 @@ TEST(BatchIsendIrecv, UnsortedSubGroup) {
          P2POp("irecv", Shape{2}, prev, "batch_trio", 0, DType::UInt8)});
     check_tensor(out[1], DType::UInt8, {2}, [prev](int64_t) { return double(prev); }, "batch in [2,0,3]");
   });
+}
+
+// A batch raises its first error as soon as it is known, while its other
+// transfers carry on in the background. Rank 0's batch receives from rank 1 (which
+// sends the wrong size: CommError) and from rank 2, which sends only after rank 0
+// has told it, so the batch can raise only by not waiting for that receive. The
+// background receive then takes rank 2's first message: rank 0's next receive of
+// the same tag gets the second.
+TEST(BatchIsendIrecv, FirstErrorRaisedWhileOtherTransfersCarryOn) {
+  RunOptions o;
+  o.collie_timeout_seconds = 60;
+  o.deadline_seconds = 30;  // waiting for the receive from rank 2 would hang until killed
+  run_ranks(
+      3,
+      [](int rank) {
+        if (rank == 0) {
+          RCHECK_THROWS(batch_isend_irecv({P2POp("irecv", Tensor::zeros({4}), 1, WORLD, 1),
+                                           P2POp("irecv", Tensor::zeros({4}), 2, WORLD, 2)}),
+                        collie::CommError, "rank 1");
+          send(Tensor::ones({1}), 2, WORLD, 9);  // "go ahead"
+          Tensor second = recv(Tensor::zeros({4}), 2, WORLD, 2);
+          check_tensor(
+              second, DType::Float32, {4}, [](int64_t) { return 2.0; },
+              "rank 2's second message (the batch's receive took the first)");
+        } else if (rank == 1) {
+          send(Tensor::ones({5}), 0, WORLD, 1);
+        } else {
+          recv(Tensor::zeros({1}), 0, WORLD, 9);
+          send(Tensor::full({4}, 1.0), 0, WORLD, 2);
+          send(Tensor::full({4}, 2.0), 0, WORLD, 2);
+        }
+        barrier();
+      },
+      o);
 }
 
 TEST(BatchIsendIrecv, Errors) {
