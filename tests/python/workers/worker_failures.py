@@ -53,6 +53,17 @@ def mismatch_section(rank, size):
     cf.barrier()
 
 
+def eager_mismatch_section(rank, size):
+    """Both ranks reduce to the other: a small rooted call returns on its non-roots
+    without waiting, so neither sees the mismatch in the call; destroy_group checks
+    the group's last call and raises CommError naming both roots."""
+    comm.create_group("eager", [0, 1], comm.GroupOptions(timeout_seconds=10.0))
+    cf.reduce(np.ones([4], np.float32), 1 - rank, group="eager")
+    e = raises(comm.CommError, comm.destroy_group, "eager")
+    assert "root 0" in str(e) and "root 1" in str(e), str(e)
+    cf.barrier()
+
+
 def size_mismatch_section(rank, size):
     """A receive naming another size than was sent: CommError."""
     comm.create_group("p2p_size", [0, 1], comm.GroupOptions(timeout_seconds=10.0))
@@ -97,5 +108,5 @@ def interrupt_section(rank, size):
 
 
 if __name__ == "__main__":
-    run_sections([timeout_section, async_timeout_section, mismatch_section, size_mismatch_section,
-                  interrupt_section])
+    run_sections([timeout_section, async_timeout_section, mismatch_section, eager_mismatch_section,
+                  size_mismatch_section, interrupt_section])
