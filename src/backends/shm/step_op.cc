@@ -13,12 +13,6 @@ Fingerprint Fingerprint::of(const OpInfo& info) {
   return f;
 }
 
-Fingerprint Fingerprint::of_words(const uint64_t words[3]) {
-  Fingerprint f;
-  for (int w = 0; w < 3; ++w) f.words[w] = words[w];
-  return f;
-}
-
 std::string Fingerprint::describe() const {
   OpInfo info;
   info.unpack_identity(words[0]);

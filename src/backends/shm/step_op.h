@@ -39,7 +39,6 @@ class ShmEngine;
 struct Fingerprint {
   uint64_t words[3] = {0, 0, 0};  // {kind|dtype|reduce op|root, count, seq}
   static Fingerprint of(const OpInfo& info);
-  static Fingerprint of_words(const uint64_t words[3]);
   bool same_call(const Fingerprint& other) const {
     return words[0] == other.words[0] && words[1] == other.words[1];
   }
