@@ -24,6 +24,11 @@ bool disabled_by_env() {
 
 const uint64_t* cma_probe_word() { return &g_probe; }
 
+bool cma_forced_by_env() {
+  const char* v = std::getenv("COLLIE_CMA");
+  return v != nullptr && std::strcmp(v, "always") == 0;
+}
+
 void cma_allow_peers() {
 #ifdef PR_SET_PTRACER
   static std::once_flag once;

@@ -25,6 +25,10 @@ const uint64_t* cma_probe_word();
 // allows only ancestors otherwise). Called once, before the first probe.
 void cma_allow_peers();
 
+// COLLIE_CMA=always: collectives use CMA even with more ranks than CPUs
+// (shm_group.h, cma_for_collectives). COLLIE_CMA=0 turns CMA off (cma_probe).
+bool cma_forced_by_env();
+
 // True when `pid`'s word at `remote_probe` reads as kCmaProbeValue; false for
 // any failure (EPERM, ENOSYS, a different value) or when COLLIE_CMA=0.
 bool cma_probe(pid_t pid, uint64_t remote_probe);

@@ -406,7 +406,7 @@ class AllToAllOp final : public StepOp {
         header_bytes_(((2 * send_.size() + kWhereWords) * sizeof(uint64_t) + 63) / 64 * 64),
         piece_bytes_((c.group->slot_bytes() - header_bytes_) / send_.size() / 64 * 64),
         per_step_(piece_bytes_ / esize_),
-        cma_(c.group->cma()),
+        cma_(c.group->cma_for_collectives()),
         displ_(2 * send_.size()) {
     const size_t n = send_.size();
     for (size_t i = 1; i < n; ++i) {
@@ -414,7 +414,12 @@ class AllToAllOp final : public StepOp {
       displ_[n + i] = displ_[n + i - 1] + recv_[i - 1];
     }
     // Ranks that passed shared tensors and ranks that did not must not mix.
-    if (shared_) set_variant(2);
+    // So do ranks that disagree on reading pieces with CMA (they agree on one machine).
+    if (shared_) {
+      set_variant(2);
+    } else if (cma_) {
+      set_variant(3);
+    }
     size_t received = 0;
     for (size_t c : recv_) received += c;
     stream_output_ = received * esize_ >= kStreamingOutputBytes;

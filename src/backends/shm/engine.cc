@@ -45,11 +45,10 @@ ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
   // Spinning only pays when every rank has a core to itself; on an oversubscribed
   // machine it steals the time the peer needs to make progress.
   // COLLIE_SPIN_US overrides the choice (0 = always sleep at once).
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   // Oversubscribed (more ranks than cores): poll briefly but yield on every poll,
   // which hands the core straight to a peer that is runnable; a futex sleep and
   // wake-up per step costs more.
-  const bool oversubscribed = static_cast<unsigned>(world_->size()) > cores;
+  const bool oversubscribed = world_->config().oversubscribed;
   long spin_us = oversubscribed ? 50 : 200;
   yield_every_ = oversubscribed ? 1 : 32;
   if (const char* v = std::getenv("COLLIE_SPIN_US"); v != nullptr && *v != '\0')

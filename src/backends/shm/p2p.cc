@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
@@ -32,7 +31,7 @@ void ring_read(const uint8_t* ring, uint64_t size, uint64_t pos, void* dst, uint
 
 // Pull messages that do not fit the ring? COLLIE_P2P_PULL=always|never|auto;
 // auto: when there are more ranks than CPUs (see p2p.h).
-bool pull_policy(int world_size) {
+bool pull_policy(bool oversubscribed) {
   const char* v = std::getenv("COLLIE_P2P_PULL");
   const std::string policy = v != nullptr ? v : "auto";
   if (policy == "always") return true;
@@ -41,7 +40,7 @@ bool pull_policy(int world_size) {
     throw ValueError("environment variable COLLIE_P2P_PULL='" + policy +
                      "' is not auto, always or never");
   }
-  return static_cast<unsigned>(world_size) > std::max(1u, std::thread::hardware_concurrency());
+  return oversubscribed;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t,
@@ -65,7 +64,7 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
       posted_(static_cast<size_t>(world.size())),
       unexpected_(static_cast<size_t>(world.size())),
       incoming_(static_cast<size_t>(world.size())),
-      pull_large_(pull_policy(world.size())) {}
+      pull_large_(pull_policy(world.config().oversubscribed)) {}
 
 void P2PMatcher::complete(const WorkPtr& work, std::exception_ptr error) {
   const bool blocking = work->info().blocking;

@@ -54,7 +54,9 @@ class ShmBackend final : public Backend {
   // Private buffers for the CMA path (direct_ops.h) when the group agreed on CMA
   // and the call moves kCmaMinBytes to kCmaMaxBytes per rank.
   std::optional<DirectBuffers> cma(const void* in, size_t bytes, void* out) const {
-    if (!group_->cma() || bytes < kCmaMinBytes || bytes >= kCmaMaxBytes) return std::nullopt;
+    if (!group_->cma_for_collectives() || bytes < kCmaMinBytes || bytes >= kCmaMaxBytes) {
+      return std::nullopt;
+    }
     return cma_buffers(in, out);
   }
   CollectiveCall call(const WorkPtr& w) {

@@ -1,8 +1,10 @@
 #include "backends/shm/shm_transport.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "backends/shm/arena.h"
+#include "backends/shm/cma.h"
 #include "backends/shm/engine.h"
 #include "backends/shm/shm_backend.h"
 #include "collie/errors.h"
@@ -80,6 +82,9 @@ class ShmTransport final : public Transport {
     cfg.slot_bytes = slot_bytes_;
     cfg.timeout_seconds = timeout;
     cfg.check_every_call = check_every_call_;
+    cfg.oversubscribed =
+        static_cast<unsigned>(env_.world_size) > std::max(1u, std::thread::hardware_concurrency());
+    cfg.collective_cma = !cfg.oversubscribed || cma_forced_by_env();
     return cfg;
   }
 
