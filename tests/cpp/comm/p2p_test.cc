@@ -284,14 +284,20 @@ INSTANTIATE_TEST_SUITE_P(Policies, P2PPull,
                                   std::get<1>(info.param);
                          });
 
+// 4 KiB rings and every message that does not fit pulled; `timeout`: COLLIE_TIMEOUT.
+RunOptions pulling_everything(const char* timeout) {
+  RunOptions o = small_chunks();
+  o.env.push_back({"COLLIE_P2P_PULL", "always"});
+  o.env.push_back({"COLLIE_TIMEOUT", timeout});
+  return o;
+}
+
 // A pulled message whose receive is not posted is left in the sender's memory
 // for a short grace, then buffered (p2p.h). Rank 0's blocking send of tag 1 can
 // only complete through that buffering: rank 1 receives tag 1 only after tag 2,
 // which rank 0 sends after tag 1 completed. Without it this hangs until the deadline.
 TEST(P2P, PulledMessageNobodyReceivesYetIsBufferedAfterItsGrace) {
-  RunOptions o = small_chunks();
-  o.env.push_back({"COLLIE_P2P_PULL", "always"});
-  o.env.push_back({"COLLIE_TIMEOUT", "20"});
+  RunOptions o = pulling_everything("20");
   run_ranks(
       2,
       [](int rank) {
@@ -317,9 +323,7 @@ TEST(P2P, PulledMessageNobodyReceivesYetIsBufferedAfterItsGrace) {
 // Both ranks send first (blocking), then receive: with pulled messages each send
 // completes only once the other rank reads it, which its grace guarantees.
 TEST(P2P, CrossingBlockingPulledSendsComplete) {
-  RunOptions o = small_chunks();
-  o.env.push_back({"COLLIE_P2P_PULL", "always"});
-  o.env.push_back({"COLLIE_TIMEOUT", "20"});
+  RunOptions o = pulling_everything("20");
   run_ranks(
       2,
       [](int rank) {
@@ -353,9 +357,7 @@ char process_state(pid_t pid) {
 // reuse that memory from then on, so the receiver, once resumed, must refuse the
 // message (CommError) rather than read it, and the pair must carry on.
 TEST(P2P, TimedOutPulledSendIsNeverReadLater) {
-  RunOptions o = small_chunks();
-  o.env.push_back({"COLLIE_P2P_PULL", "always"});
-  o.env.push_back({"COLLIE_TIMEOUT", "1"});
+  RunOptions o = pulling_everything("1");
   run_ranks(2, [](int rank) {
     const int64_t count = 20000;
     if (rank == 0) {
