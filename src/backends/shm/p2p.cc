@@ -432,7 +432,8 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
       }
     }
     // Pulled sends whose data the receiver has not read: it reads every pulled
-    // header as soon as its engine runs, so waiting long means it does not run.
+    // message within kPullGrace of its engine seeing the header, so waiting long
+    // means it does not run.
     auto& waiting = awaiting_pull_[static_cast<size_t>(peer)];
     if (!waiting.empty() && !complete_pulled(peer)) {
       std::exception_ptr err =
