@@ -130,10 +130,7 @@ void P2PMatcher::add_recv(RecvRequest request) {
 }
 
 void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
-  if (u.deferred) {
-    deferred_count_.fetch_sub(1, std::memory_order_relaxed);
-    return deliver_pulled(u, r);
-  }
+  if (u.deferred) return deliver_pulled(u, r);
   if (!u.error.empty()) {
     complete(r.req.work, std::make_exception_ptr(
                              CommError(r.req.work->info().describe() + ": " + u.error)));
@@ -295,7 +292,7 @@ void P2PMatcher::break_source(int src, const std::string& what) {
   in.recv.reset();
   for (auto& u : unexpected_[static_cast<size_t>(src)]) {
     if (u.claimant) fail(u.claimant->req.work);
-    if (u.deferred) deferred_count_.fetch_sub(1, std::memory_order_relaxed);
+    undefer(u);
   }
   unexpected_[static_cast<size_t>(src)].clear();
   acknowledge_pulls(src);  // dropped with the rest, as if read: nobody will read them

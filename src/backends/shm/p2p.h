@@ -164,9 +164,11 @@ class P2PMatcher {
   void take_pulled(int src, const MessageHeader& h, uint64_t address);
   // Completes the pulled sends to `dst` that the receiver has read.
   bool complete_pulled(int dst);
-  // Reads deferred message `u` from `src` into its unexpected buffer.
+  // Marks `u` no longer deferred (and counts it out of deferred_count_).
+  void undefer(Unexpected& u);
+  // Reads pulled message `u` from `src` into its unexpected buffer.
   void buffer_pulled(int src, Unexpected& u);
-  // Reads deferred message `u` straight into the receive `r` it matched, and completes it.
+  // Reads pulled message `u` straight into the receive `r` it matched, and completes it.
   void deliver_pulled(Unexpected& u, Recv& r);
   // Publishes pulls_done for `src`: every pulled message before the first deferred one.
   void acknowledge_pulls(int src);

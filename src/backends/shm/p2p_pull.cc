@@ -20,7 +20,7 @@ void P2PMatcher::check_pull_not_cancelled(int src, uint64_t seq) const {
 
 void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) {
   const uint64_t seq = ++pulls_seen_[static_cast<size_t>(src)];
-  Unexpected message{h, {}, h.nbytes, std::nullopt, {}, true, address, seq, {}};
+  Unexpected message{h, {}, h.nbytes, std::nullopt, {}, false, address, seq, {}};
   auto& posted = posted_[static_cast<size_t>(src)];
   auto it =
       std::find_if(posted.begin(), posted.end(), [&](const Recv& r) { return matches(h, r.req); });
@@ -30,6 +30,7 @@ void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) 
     deliver_pulled(message, r);
   } else {
     // Nobody asked yet: deferred (p2p.h), read within kPullGrace either way.
+    message.deferred = true;
     message.arrived = Clock::now();
     unexpected_[static_cast<size_t>(src)].push_back(std::move(message));
     deferred_count_.fetch_add(1, std::memory_order_relaxed);
@@ -37,7 +38,14 @@ void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) 
   acknowledge_pulls(src);
 }
 
+void P2PMatcher::undefer(Unexpected& u) {
+  if (!u.deferred) return;
+  u.deferred = false;
+  deferred_count_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void P2PMatcher::deliver_pulled(Unexpected& u, Recv& r) {
+  undefer(u);
   const int src = r.req.src;
   std::exception_ptr error;
   if (u.header.nbytes != r.req.nbytes || u.header.dtype != static_cast<uint32_t>(r.req.dtype)) {
@@ -50,12 +58,11 @@ void P2PMatcher::deliver_pulled(Unexpected& u, Recv& r) {
       error = std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + e.what()));
     }
   }
-  u.deferred = false;
   complete(r.req.work, error);
 }
 
 void P2PMatcher::buffer_pulled(int src, Unexpected& u) {
-  u.deferred = false;
+  undefer(u);
   // A message that cannot be read fails only the receive that claims it.
   try {
     check_pull_not_cancelled(src, u.pull_seq);
@@ -85,7 +92,6 @@ bool P2PMatcher::buffer_deferred_pulls(bool all) {
     bool read = false;
     for (Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
       if (u.deferred && (all || now - u.arrived >= kPullGrace)) {
-        deferred_count_.fetch_sub(1, std::memory_order_relaxed);
         buffer_pulled(src, u);
         read = true;
       }
