@@ -58,6 +58,7 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
       sends_(static_cast<size_t>(world.size())),
       awaiting_pull_(static_cast<size_t>(world.size())),
       pulls_sent_(static_cast<size_t>(world.size()), 0),
+      known_tail_(static_cast<size_t>(world.size()), 0),
       pulls_seen_(static_cast<size_t>(world.size()), 0),
       channel_broken_(static_cast<size_t>(world.size()), false),
       source_broken_(static_cast<size_t>(world.size()), false),
@@ -162,10 +163,14 @@ bool P2PMatcher::advance_sends(int dst) {
   uint8_t* ring = world_.ring_data(world_.rank(), dst);
   const uint64_t size = world_.ring_bytes();
   uint64_t head = ctl.head.load(std::memory_order_relaxed);  // we are its only writer
-  const uint64_t tail = ctl.tail.load(std::memory_order_acquire);
+  uint64_t& tail = known_tail_[static_cast<size_t>(dst)];    // may lag: then less room
   bool moved = false;
   while (!queue.empty()) {
     Send& s = queue.front();
+    const uint64_t wanted =
+        s.pulled ? sizeof(MessageHeader) + sizeof(uint64_t)
+                 : (s.header_written ? 0 : sizeof(MessageHeader)) + (s.req.nbytes - s.sent);
+    if (size - (head - tail) < wanted) tail = ctl.tail.load(std::memory_order_acquire);
     uint64_t space = size - (head - tail);
     if (s.pulled) {
       // Header and address are published together (one head update), so a

@@ -149,6 +149,11 @@ class P2PMatcher {
   std::vector<PoolDeque<Send>> sends_;             // by destination
   std::vector<PoolDeque<Send>> awaiting_pull_;     // by destination: pulled, not yet read
   std::vector<uint64_t> pulls_sent_;               // by destination
+  // The destination's ring tail as last read (by destination). Sends trust it
+  // while it shows room and read the shared tail only when it does not: that
+  // line is the receiver's, and reading it on every send moved it between the
+  // cores twice per message (the read, then the receiver's next write).
+  std::vector<uint64_t> known_tail_;
   std::vector<uint64_t> pulls_seen_;               // by source: pulled headers taken
   std::vector<bool> channel_broken_;               // by destination
   std::vector<bool> source_broken_;                // by source: its stream was corrupt
