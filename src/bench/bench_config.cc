@@ -59,6 +59,8 @@ BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::
       c.shared = true;
     } else if (a == "--no-check") {
       c.check = false;
+    } else if (a == "--loop") {
+      c.loop = true;
     } else if (rest != nullptr) {
       rest->push_back(a);
     } else {
@@ -86,6 +88,7 @@ std::vector<std::string> config_args(const BenchConfig& c) {
   if (c.cold) a.push_back("--cold");
   if (c.shared) a.push_back("--shared");
   if (!c.check) a.push_back("--no-check");
+  if (c.loop) a.push_back("--loop");
   return a;
 }
 

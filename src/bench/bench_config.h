@@ -22,6 +22,10 @@ struct BenchConfig {
   bool cold = false;  // rotate inputs through > 256 MiB (cache-cold)
   bool shared = false;  // collie's inputs from empty_shared() (single-copy path)
   bool check = true;  // verify every result against the closed form
+  // Time `iters` calls back to back after one barrier and report the mean per
+  // call (nccl-tests' method) instead of timing each call after its own barrier
+  // and reporting the median. See docs/performance.md for when they differ.
+  bool loop = false;
 };
 
 const std::vector<std::string>& all_ops();

@@ -3,10 +3,12 @@
 // A worker supplies a Comm with: rank(), size(), barrier(), all_gather_double(v),
 // and prepare(op, bytes, copies) / run(op, copy) / check(op) for the operation
 // under test. For each op and size the loop warms up, then times `iters` calls
-// (a barrier before each, so every call starts together), takes each rank's
-// median, and gathers the ranks' medians to rank 0, which prints one line:
+// (a barrier before each, so every call starts together) and takes each rank's
+// median; with config.loop it times the `iters` calls back to back after one
+// barrier and takes each rank's mean (nccl-tests' method). Rank 0 gathers the
+// ranks' times and prints one line:
 //   RESULT <op> <bytes> <median_us> <min_us> <max_us> <ok|FAIL|n/a>
-// min/max are over ranks of the per-rank medians.
+// median/min/max are over ranks of the per-rank times.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +20,33 @@
 #include "bench/bench_config.h"
 
 namespace collie::bench {
+
+// Each call after its own barrier: the median of the calls' times (µs).
+template <typename Comm>
+double time_each_call(Comm& comm, const std::string& op, int iters, int copies) {
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    comm.barrier();
+    auto t0 = std::chrono::steady_clock::now();
+    comm.run(op, i % copies);
+    auto t1 = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
+  return times[static_cast<size_t>(iters / 2)];
+}
+
+// The calls back to back after one barrier: their mean time (µs). No rank gets
+// more than a call or so ahead of its peers, so the ranks' means differ little.
+template <typename Comm>
+double time_back_to_back(Comm& comm, const std::string& op, int iters, int copies) {
+  comm.barrier();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) comm.run(op, i % copies);
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
+}
 
 template <typename Comm>
 int run_sweep(Comm& comm, const BenchConfig& config) {
@@ -34,20 +63,10 @@ int run_sweep(Comm& comm, const BenchConfig& config) {
       }
       for (int i = 0; i < config.warmup; ++i) comm.run(op, i % copies);
       const int iters = iterations_for(config, bytes);
-      std::vector<double> times;
-      times.reserve(static_cast<size_t>(iters));
-      bool ok = true;
-      for (int i = 0; i < iters; ++i) {
-        comm.barrier();
-        auto t0 = std::chrono::steady_clock::now();
-        comm.run(op, i % copies);
-        auto t1 = std::chrono::steady_clock::now();
-        times.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        if (config.check && i == iters - 1) ok = comm.check(op);
-      }
-      std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
-      double median = times[static_cast<size_t>(iters / 2)];
-      std::vector<double> medians = comm.all_gather_double(median);
+      const double per_call = config.loop ? time_back_to_back(comm, op, iters, copies)
+                                          : time_each_call(comm, op, iters, copies);
+      const bool ok = !config.check || comm.check(op);  // the last call's result
+      std::vector<double> medians = comm.all_gather_double(per_call);
       std::vector<double> oks = comm.all_gather_double(ok ? 1.0 : 0.0);
       bool all_ok = std::all_of(oks.begin(), oks.end(), [](double v) { return v == 1.0; });
       if (!all_ok) ++failures;

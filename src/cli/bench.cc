@@ -121,6 +121,11 @@ double memcpy_gbps() {
   return static_cast<double>(bytes) / t[t.size() / 2] / 1e9;
 }
 
+// How the times were taken, for the header line.
+const char* timing_method(const BenchConfig& c) {
+  return c.loop ? "time: mean of back-to-back calls" : "time: median of calls after a barrier";
+}
+
 std::string human(size_t bytes) {
   const char* units[] = {"B", "K", "M", "G"};
   double v = static_cast<double>(bytes);
@@ -160,7 +165,8 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype
-      << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"results\": [\n";
+      << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"timing\": \""
+      << (o.config.loop ? "loop" : "per_call") << "\", \"results\": [\n";
     for (size_t i = 0; i < collie_rows.size(); ++i) {
       const Row& r = collie_rows[i];
       auto it = mpi.find({r.op, r.bytes});
@@ -224,7 +230,7 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
 
 std::string bench_usage() {
   return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
-         "                    [-w WARMUP] [--iters N] [--cold] [--shared] [--no-check]\n"
+         "                    [-w WARMUP] [--iters N] [--cold] [--shared] [--loop] [--no-check]\n"
          "                    [--compare mpi]\n"
          "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
          "\n"
@@ -237,6 +243,9 @@ std::string bench_usage() {
          "--cold rotates inputs through more memory than the caches hold.\n"
          "--shared allocates collie's inputs with empty_shared() (the single-copy path;\n"
          "OpenMPI's side is unchanged).\n"
+         "--loop times the calls back to back after one barrier and reports each rank's\n"
+         "mean (nccl-tests' method); by default each call is timed after its own barrier\n"
+         "and each rank's median is reported.\n"
          "Defaults: -n 2 --op all_reduce -b 8 -e 64M -f 2 --dtype float32 -w 3.\n";
 }
 
@@ -250,8 +259,8 @@ int bench_main(const std::vector<std::string>& args) {
   }
   const std::string dir = self_dir();
   const double memcpy_bw = memcpy_gbps();
-  std::printf("# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB)\n", o.ranks,
-              o.config.dtype.c_str(), memcpy_bw);
+  std::printf("# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), %s\n", o.ranks,
+              o.config.dtype.c_str(), memcpy_bw, timing_method(o.config));
   std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
               "algbw", "busbw", "check");
   if (o.compare_mpi) std::printf(" %11s %9s %8s", "mpi_us", "mpi_busbw", "speedup");

@@ -33,9 +33,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::exception& e) {
     collie::fuzz::fail(std::string("config_args() does not parse again: ") + e.what());
   }
-  FUZZ_CHECK(again.ops == c.ops && again.min_bytes == c.min_bytes && again.max_bytes == c.max_bytes &&
-                 again.factor == c.factor && again.dtype == c.dtype && again.warmup == c.warmup &&
-                 again.iters == c.iters && again.cold == c.cold && again.check == c.check,
+  FUZZ_CHECK(again.ops == c.ops && again.min_bytes == c.min_bytes &&
+                 again.max_bytes == c.max_bytes && again.factor == c.factor &&
+                 again.dtype == c.dtype && again.warmup == c.warmup && again.iters == c.iters &&
+                 again.cold == c.cold && again.check == c.check && again.loop == c.loop &&
+                 again.shared == c.shared,
              "config_args() round trip");
   // The sweep itself, where it is of a sane length: a factor barely above 1 asks
   // for millions of sizes (reported; sweep_sizes has no cap yet).
