@@ -250,13 +250,9 @@ void P2PMatcher::on_header(int src, const MessageHeader& h) {
 
 bool P2PMatcher::append_unexpected(int src, const uint8_t* ring, uint64_t pos, uint64_t n) {
   Unexpected& u = *incoming_[static_cast<size_t>(src)].unexpected;
-  const size_t old = u.data.size();
+  uint8_t* room = nullptr;
   try {
-    if (u.data.capacity() < old + n) {
-      // Geometric growth, but never beyond the message's size.
-      u.data.reserve(std::min<uint64_t>(u.header.nbytes, std::max<uint64_t>(old + n, 2 * old)));
-    }
-    u.data.resize(old + n);
+    room = u.data.extend(n, u.header.nbytes);
   } catch (const std::bad_alloc&) {
     // Cannot hold a message nobody asked for yet: this source is unusable from here.
     break_source(src, "no memory to buffer an unexpected message of " +
@@ -264,7 +260,7 @@ bool P2PMatcher::append_unexpected(int src, const uint8_t* ring, uint64_t pos, u
                           std::to_string(src));
     return false;
   }
-  ring_read(ring, world_.ring_bytes(), pos, u.data.data() + old, n);
+  ring_read(ring, world_.ring_bytes(), pos, room, n);
   u.received += n;
   return true;
 }

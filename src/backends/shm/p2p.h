@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/shm/message_buffer.h"
 #include "backends/shm/shm_group.h"
 #include "collie/dtype.h"
 #include "core/small_pool.h"
@@ -116,7 +117,7 @@ class P2PMatcher {
   };
   struct Unexpected {
     MessageHeader header;
-    std::vector<uint8_t> data;
+    MessageBuffer data;
     uint64_t received = 0;
     std::optional<Recv> claimant;  // a receive that matched while still arriving
     std::string error;             // a pulled message that could not be read: why

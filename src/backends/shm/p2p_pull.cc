@@ -71,16 +71,15 @@ void P2PMatcher::buffer_pulled(int src, Unexpected& u) {
     for (uint64_t got = 0; got < u.header.nbytes;) {
       const uint64_t n =
           std::min<uint64_t>(u.header.nbytes - got, std::max<uint64_t>(got, 1u << 20));
-      u.data.resize(got + n);
-      cma_read(world_.pid(src), u.data.data() + got, u.pull_address + got, n, src);
+      cma_read(world_.pid(src), u.data.extend(n, u.header.nbytes), u.pull_address + got, n, src);
       got += n;
     }
   } catch (const std::bad_alloc&) {
-    u.data = {};
+    u.data.release();
     u.error = "no memory to buffer an unexpected message of " + std::to_string(u.header.nbytes) +
               " bytes from rank " + std::to_string(src);
   } catch (const std::exception& e) {
-    u.data = {};
+    u.data.release();
     u.error = e.what();
   }
 }
