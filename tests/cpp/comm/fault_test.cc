@@ -130,6 +130,44 @@ TEST(Fault, DeadReceiverReleasesBlockedSender) {
   expect_statuses(statuses, 1);
 }
 
+// A rank kept busy by one peer still notices that another died: rank 1 streams
+// small messages at rank 0 back to back (none of them received, so nearly every
+// progress pass of rank 0 moves bytes) while rank 0 waits for rank 2, which is
+// dead. The engine checks its peers every few busy passes too (every 50 ms), so
+// rank 0's receive fails naming rank 2 while the stream goes on. When it only
+// checked on idle passes, rank 0 noticed only when rank 1 happened to pause
+// (2 runs in 3 failed here); rank 1 gives up after 300,000 messages and half a
+// second, a liveness bound (the check is due every 50 ms), not a speed check.
+TEST(Fault, DeadPeerNoticedWhileAnotherPeerKeepsTheEngineBusy) {
+  auto statuses = run_ranks_collect(
+      3,
+      [](int rank) {
+        barrier();
+        if (rank == 2) ::raise(SIGKILL);
+        if (rank == 0) {
+          std::string msg = message_of<collie::CommError>(
+              [] { recv(Tensor::zeros({4}), 2, WORLD, 9); }, "recv from dead rank 2");
+          RCHECK(names_rank(msg, 2)) << msg;
+          send(Tensor::full({1}, 1.0), 1, WORLD, 99);  // rank 1 may stop streaming
+          return;
+        }
+        auto [stop, stopped] = irecv(Tensor::zeros({1}), 0, WORLD, 99);
+        const Tensor small = Tensor::full({2}, 1.0);
+        const auto start = Clock::now();
+        int64_t sent = 0;
+        while (!stopped.is_completed() && (sent < 300000 || seconds_since(start) < 0.5)) {
+          send(small, 0, WORLD, 1);
+          ++sent;
+        }
+        RCHECK(stopped.is_completed()) << "rank 0 did not notice that rank 2 died while " << sent
+                                       << " messages from rank 1 kept its engine busy";
+        stopped.wait();
+        RCHECK(stop.item(0) == 1.0);
+      },
+      with_timeout(60));
+  expect_statuses(statuses, 2);
+}
+
 // A dead rank breaks the groups it belongs to, not a group of the survivors.
 TEST(Fault, GroupsWithoutTheDeadRankKeepWorking) {
   auto statuses = run_ranks_collect(3, [](int rank) {

@@ -344,6 +344,39 @@ TEST(P2P, CrossingBlockingPulledSendsComplete) {
       o);
 }
 
+// A rank that releases collie while a pulled message to it is deferred (it never
+// posted the receive) reads the message before its engine stops (p2p.h), so the
+// sender's wait completes instead of failing: rank 1 takes tag 6, sent after the
+// pulled tag 5, and releases at once, usually inside tag 5's 1 ms grace (when
+// not, the grace reads it first). Eight rounds, each in a fresh init(): without
+// the read at release about a third of the rounds failed.
+TEST(P2P, ReleaseReadsDeferredPulledMessagesSoTheirSendsComplete) {
+  RunOptions o = pulling_everything("5");
+  run_ranks(
+      2,
+      [](int rank) {
+        const int64_t count = 70001;  // pulled: larger than the 4 KiB ring
+        for (int round = 0; round < 8; ++round) {
+          if (round > 0) {
+            release();
+            init();
+          }
+          if (rank == 0) {
+            CommHandle never_received = isend(Tensor::full({count}, 5.0), 1, WORLD, 5);
+            send(Tensor::full({4}, 6.0 + round), 1, WORLD, 6);
+            never_received.wait();  // CommError if rank 1 left it unread
+            RCHECK(never_received.is_completed());
+          } else {
+            Tensor y = recv(Tensor::zeros({4}), 0, WORLD, 6);
+            check_tensor(
+                y, DType::Float32, {4}, [&](int64_t) { return 6.0 + round; },
+                "tag 6, round " + std::to_string(round));
+          }
+        }
+      },
+      o);
+}
+
 // State letter of a process ('T': stopped), from /proc/<pid>/stat.
 char process_state(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
