@@ -189,7 +189,7 @@ void ShmEngine::drain(ShmGroup* group) {
 
 std::optional<OpInfo> ShmEngine::unchecked_call(const ShmGroup& group) {
   std::lock_guard<std::mutex> lock(progress_mu_);
-  if (group.unchecked_step == 0 || !group.failure.empty()) return std::nullopt;
+  if (group.unchecked_count == 0 || !group.failure.empty()) return std::nullopt;
   return unchecked_call_info(group);
 }
 

@@ -52,11 +52,29 @@ struct alignas(64) StepLine {
 };
 static_assert(sizeof(StepLine) == 64, "a step line is one cache line");
 
-// The owner's step flags. Step k uses line k % 2 and slot k % 2; "the owner has
-// published step k" is line[k % 2].step >= k (the line cannot have moved on to
-// k + 2 while a peer still waits for k: that needs the peer's own step k + 1).
+// The fingerprint of one step, kept longer than its step line: a rank that did
+// not wait for its peers in an eager call (step_op.h) compares their calls from
+// here, possibly several steps later.
+struct StepRecord {
+  std::atomic<uint64_t> step{0};  // the step these words are for
+  std::atomic<uint64_t> fingerprint[3] = {};
+};
+static_assert(sizeof(StepRecord) == 32, "two step records per cache line");
+
+// Step k uses line k % kStepLines, record k % kStepRecords and slot k % 2. So a
+// rank may publish a step whose data fits its line up to kStepLines - 1 steps
+// ahead of its slowest peer (eager calls run ahead), one whose data needs a
+// slot one step ahead. kStepRecords = 2 * kStepLines keeps a record until every
+// rank can have compared it (step_op.cc).
+inline constexpr size_t kStepLines = 8;
+inline constexpr size_t kStepRecords = 2 * kStepLines;
+
+// The owner's step flags. "The owner has published step k" is
+// line[k % kStepLines].step >= k (the line cannot have moved on to a later step
+// while a peer still waits for k: that needs the peer's own step k + 1).
 struct StepControl {
-  StepLine line[2];
+  StepLine line[kStepLines];
+  StepRecord record[kStepRecords];
 };
 
 // One single-producer single-consumer byte ring from the owner to one destination.

@@ -94,11 +94,22 @@ class ShmGroup {
   std::atomic<size_t> queue_size{0};           // queue.size(), readable by other threads
   std::string failure;                         // set once an operation failed
   std::vector<const uint8_t*> step_slots;      // scratch of StepOp (one op advances at a time)
-  // The last step of an eager rooted call (step_op.h) whose peers' fingerprints
-  // this rank has not compared yet (0: none), and its own fingerprint for it.
-  // Checked when the group's next step starts, or by drain (UncheckedCallCheck).
-  uint64_t unchecked_step = 0;
-  uint64_t unchecked_call[3] = {0, 0, 0};
+  // Steps of eager rooted calls (step_op.h) whose peers' fingerprints this rank
+  // has not compared yet, oldest first, with its own fingerprint for each (a ring
+  // of at most kStepRecords). Compared as soon as every peer has published the
+  // step, at the latest before this rank gets kStepLines steps past it, and by
+  // drain (UncheckedCallCheck).
+  struct UncheckedCall {
+    uint64_t step = 0;
+    uint64_t words[3] = {0, 0, 0};
+  };
+  UncheckedCall unchecked[kStepRecords];
+  size_t unchecked_first = 0;  // index of the oldest
+  size_t unchecked_count = 0;
+  const UncheckedCall& oldest_unchecked() const { return unchecked[unchecked_first]; }
+  const UncheckedCall& newest_unchecked() const {
+    return unchecked[(unchecked_first + unchecked_count - 1) % kStepRecords];
+  }
 
  private:
   ShmGroupConfig config_;

@@ -1,5 +1,7 @@
 #include "backends/shm/step_op.h"
 
+#include <algorithm>
+
 #include "backends/shm/engine.h"
 #include "collie/errors.h"
 
@@ -35,35 +37,51 @@ StepOp::StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps)
 
 // A peer publishes ready = k-1 only after it finished reading step k-2 (it
 // consumes a step before producing the next), so ready >= k-1 means slot k % 2
-// is free again. One flag per step instead of two: every cache line a waiting
-// rank reads from a peer is a cross-core transfer, the main cost of a small step.
+// is free again, and ready >= k-kStepLines+1 that line k % kStepLines is. One
+// flag per step instead of two: every cache line a waiting rank reads from a
+// peer is a cross-core transfer, the main cost of a small step.
 namespace {
+const StepLine& line_of(const ShmGroup& g, int p, uint64_t step) {
+  return g.control(p).line[step % kStepLines];
+}
+
 bool published(const ShmGroup& g, int p, uint64_t step) {
-  return g.control(p).line[step % 2].step.load(std::memory_order_acquire) >= step;
+  return line_of(g, p, step).step.load(std::memory_order_acquire) >= step;
 }
 
 // Whether rank p stamped step `step` with the call `words` (kind, sizes: the two
-// words Fingerprint::same_call compares). Read in place: no copies on the fast path.
+// words Fingerprint::same_call compares), read in place from its step line: for
+// a step every rank is still in (no copies on the fast path).
 bool stamped_with(const ShmGroup& g, int p, uint64_t step, const uint64_t words[3]) {
-  const StepLine& line = g.control(p).line[step % 2];
+  const StepLine& line = line_of(g, p, step);
   return line.fingerprint[0].load(std::memory_order_relaxed) == words[0] &&
          line.fingerprint[1].load(std::memory_order_relaxed) == words[1];
 }
 
-// "rank 0: broadcast float32 x2 root 0 (group rank); rank 1: ..." for step `step`.
+// The same from rank p's step record, which outlives the line (unchecked calls).
+// A record reused for a later step reads as a mismatch; check_unchecked_calls
+// compares every call before that can happen.
+bool recorded_with(const ShmGroup& g, int p, uint64_t step, const uint64_t words[3]) {
+  const StepRecord& r = g.control(p).record[step % kStepRecords];
+  return r.step.load(std::memory_order_relaxed) == step &&
+         r.fingerprint[0].load(std::memory_order_relaxed) == words[0] &&
+         r.fingerprint[1].load(std::memory_order_relaxed) == words[1];
+}
+
+// "rank 0: broadcast float32 x2 root 0 (group rank); rank 1: ..." for step `step`,
+// from the step records.
 std::string describe_calls(const ShmGroup& g, uint64_t step) {
   std::string diff;
   int shared = 0, arrived = 0;
   for (int p = 0; p < g.size(); ++p) {
     diff += (p ? "; " : "") + std::string("rank ") + std::to_string(g.world_rank(p)) + ": ";
-    if (!published(g, p, step)) {
+    const StepRecord& r = g.control(p).record[step % kStepRecords];
+    if (!published(g, p, step) || r.step.load(std::memory_order_relaxed) != step) {
       diff += "(not at this call yet)";
       continue;
     }
     Fingerprint f;
-    for (int w = 0; w < 3; ++w) {
-      f.words[w] = g.control(p).line[step % 2].fingerprint[w].load(std::memory_order_relaxed);
-    }
+    for (int w = 0; w < 3; ++w) f.words[w] = r.fingerprint[w].load(std::memory_order_relaxed);
     shared += ((f.words[0] >> 24) & 0xff) == 2;
     ++arrived;
     diff += f.describe();
@@ -75,12 +93,23 @@ std::string describe_calls(const ShmGroup& g, uint64_t step) {
 }
 
 const char* const kMismatch = ": ranks called different operations (or sizes) at the same point: ";
+
+// The newest step whose unchecked call must be compared before this rank
+// publishes `step`: a peer reuses the record of step u for u + kStepRecords,
+// which needs every rank at u + kStepRecords - kStepLines + 1 (an inline step's
+// freedom), so u + kStepLines + 1 is this rank's last chance. 0: none yet.
+uint64_t must_check_through(uint64_t step) {
+  static_assert(kStepRecords >= 2 * kStepLines - 2, "records must outlive the lines");
+  return step > kStepRecords - kStepLines + 1 ? step - (kStepRecords - kStepLines + 1) : 0;
+}
 }  // namespace
 
 bool StepOp::peers_freed(uint64_t step) const {
-  if (step <= 2) return true;
+  // How far ahead of its slowest peer this step may be published.
+  const uint64_t lead = inline_ ? kStepLines - 1 : 1;
+  if (step <= lead + 1) return true;
   for (int p = 0; p < group_.size(); ++p) {
-    if (!published(group_, p, step - 1)) return false;
+    if (!published(group_, p, step - lead)) return false;
   }
   return true;
 }
@@ -93,7 +122,7 @@ bool StepOp::peers_ready(uint64_t step) const {
 }
 
 uint8_t* StepOp::data_of(int p, uint64_t step) const {
-  return inline_ ? group_.control(p).line[step % 2].data : group_.slot(p, step);
+  return inline_ ? group_.control(p).line[step % kStepLines].data : group_.slot(p, step);
 }
 
 void StepOp::check_fingerprints(uint64_t step) const {
@@ -117,22 +146,30 @@ void StepOp::make_eager(int root, bool root_sends, size_t bytes_per_rank) {
   }
 }
 
-bool check_unchecked_call(ShmGroup& g) {
-  const uint64_t step = g.unchecked_step;
-  for (int p = 0; p < g.size(); ++p) {
-    if (!published(g, p, step)) return false;
+bool check_unchecked_calls(ShmGroup& g, uint64_t through) {
+  while (g.unchecked_count != 0) {
+    const ShmGroup::UncheckedCall& call = g.oldest_unchecked();
+    for (int p = 0; p < g.size(); ++p) {
+      if (!published(g, p, call.step)) return call.step > through;
+    }
+    bool mismatch = false;
+    for (int p = 0; p < g.size(); ++p) mismatch |= !recorded_with(g, p, call.step, call.words);
+    if (mismatch) {
+      const std::string why =
+          " (seen after the call returned: a rooted call of at most " +
+          std::to_string(kEagerBytes) +
+          " bytes per rank returns without waiting for every rank, and is compared at this "
+          "rank's next call on the group that waits for every rank, or a few calls later; "
+          "COLLIE_DEBUG=detail makes it wait)";
+      const OpInfo info = unchecked_call_info(g, call);
+      const std::string calls = describe_calls(g, call.step);
+      g.unchecked_count = 0;  // reported once; the group fails with it
+      throw CommError(info.describe() + kMismatch + calls + why);
+    }
+    g.unchecked_first = (g.unchecked_first + 1) % kStepRecords;
+    --g.unchecked_count;
   }
-  g.unchecked_step = 0;
-  bool mismatch = false;
-  for (int p = 0; p < g.size(); ++p) mismatch |= !stamped_with(g, p, step, g.unchecked_call);
-  if (!mismatch) return true;
-  const std::string why =
-      " (seen when this rank's next call on the group started: a rooted call "
-      "of at most " +
-      std::to_string(kEagerBytes) +
-      " bytes per rank returns without waiting for every rank; "
-      "COLLIE_DEBUG=detail makes it wait)";
-  throw CommError(unchecked_call_info(g).describe() + kMismatch + describe_calls(g, step) + why);
+  return true;
 }
 
 Progress StepOp::advance() {
@@ -142,17 +179,24 @@ Progress StepOp::advance() {
   while (index_ < nsteps_) {
     if (phase_ == Phase::WaitFree) {
       if (step_ == 0) step_ = group_.next_step++;
-      // The previous step's unchecked fingerprints: the flags this waits for are
-      // the ones peers_freed() waits for (when step_ > 2) anyway.
-      if (group_.unchecked_step != 0 && !check_unchecked_call(group_)) {
+      // Earlier eager calls: compared where every peer has published them. A
+      // step that waits for every rank waits for them all here (it waits for
+      // those flags anyway); an eager one only for those whose records could be
+      // reused otherwise (its freedom below waits for the same flags).
+      if (group_.unchecked_count != 0 &&
+          !check_unchecked_calls(group_,
+                                 source_ == kEveryRank ? step_ - 1 : must_check_through(step_))) {
         return moved ? Progress::Advanced : Progress::Blocked;
       }
       if (!peers_freed(step_)) return moved ? Progress::Advanced : Progress::Blocked;
       produce(index_, data_of(me, step_));
-      StepLine& line = mine.line[step_ % 2];
+      StepRecord& record = mine.record[step_ % kStepRecords];
+      StepLine& line = mine.line[step_ % kStepLines];
       for (int w = 0; w < 3; ++w) {
+        record.fingerprint[w].store(fingerprint_.words[w], std::memory_order_relaxed);
         line.fingerprint[w].store(fingerprint_.words[w], std::memory_order_relaxed);
       }
+      record.step.store(step_, std::memory_order_relaxed);
       line.step.store(step_, std::memory_order_release);
       phase_ = Phase::WaitReady;
       moved = true;
@@ -164,15 +208,23 @@ Progress StepOp::advance() {
       engine_.ring_peers(group_);
       if (!ready) return Progress::Advanced;
     } else if (!peers_ready(step_)) {
+      // Meanwhile, earlier eager calls that became comparable are compared: a
+      // mismatch is reported as soon as it shows, not when a peer that stopped
+      // at it is found dead or late.
+      if (group_.unchecked_count != 0) check_unchecked_calls(group_, 0);
       return moved ? Progress::Advanced : Progress::Blocked;
     }
     check_fingerprints(step_);
     std::vector<const uint8_t*>& slots = group_.step_slots;
     for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = data_of(p, step_);
     consume(index_, slots);
-    if (source_ != kEveryRank) {  // the fingerprints not waited for: checked next step
-      group_.unchecked_step = step_;
-      for (int w = 0; w < 3; ++w) group_.unchecked_call[w] = fingerprint_.words[w];
+    if (source_ != kEveryRank) {  // the fingerprints not waited for: compared later
+      // At most kStepLines + 1 are ever left (must_check_through): the ring holds them.
+      ShmGroup::UncheckedCall& call =
+          group_.unchecked[(group_.unchecked_first + group_.unchecked_count) % kStepRecords];
+      call.step = step_;
+      for (int w = 0; w < 3; ++w) call.words[w] = fingerprint_.words[w];
+      ++group_.unchecked_count;
     }
     phase_ = Phase::WaitFree;
     step_ = 0;
@@ -185,42 +237,53 @@ Progress StepOp::advance() {
 std::vector<int> StepOp::blocked_on() const {
   std::vector<int> ranks;
   if (step_ == 0) return ranks;
+  const uint64_t lead = inline_ ? kStepLines - 1 : 1;
+  // In WaitFree: the freedom's flag, or an unchecked call this step waits for.
+  uint64_t free_at = step_ > lead + 1 ? step_ - lead : 0;
+  if (source_ == kEveryRank && group_.unchecked_count != 0) {
+    free_at = std::max(free_at, group_.oldest_unchecked().step);
+  }
   for (int p = 0; p < group_.size(); ++p) {
-    bool waiting = phase_ == Phase::WaitFree ? (step_ > 2 || group_.unchecked_step != 0) &&
-                                                   !published(group_, p, step_ - 1)
+    bool waiting = phase_ == Phase::WaitFree ? free_at != 0 && !published(group_, p, free_at)
                                              : waits_for(p) && !published(group_, p, step_);
     if (waiting) ranks.push_back(group_.world_rank(p));
   }
   return ranks;
 }
 
-OpInfo unchecked_call_info(const ShmGroup& g) {
+OpInfo unchecked_call_info(const ShmGroup& g, const ShmGroup::UncheckedCall& call) {
   OpInfo info;
-  info.unpack_identity(g.unchecked_call[0]);
-  info.count = g.unchecked_call[1];
-  info.seq = g.unchecked_call[2];
+  info.unpack_identity(call.words[0]);
+  info.count = call.words[1];
+  info.seq = call.words[2];
   info.group = std::make_shared<const std::string>(g.name());
   info.blocking = true;
   return info;
 }
 
+OpInfo unchecked_call_info(const ShmGroup& g) {
+  return unchecked_call_info(g, g.newest_unchecked());
+}
+
 namespace {
 // Waits, like any operation (deadline, liveness), until every peer has reached
-// the group's unchecked call, then checks it.
+// the group's newest unchecked call, then compares them all.
 class UncheckedCallCheck final : public OpState {
  public:
   UncheckedCallCheck(ShmGroup& group, WorkPtr work) : OpState(std::move(work)), group_(group) {}
 
   Progress advance() override {
-    if (group_.unchecked_step == 0 || check_unchecked_call(group_)) return Progress::Done;
-    return Progress::Blocked;
+    if (group_.unchecked_count == 0) return Progress::Done;
+    return check_unchecked_calls(group_, group_.newest_unchecked().step) ? Progress::Done
+                                                                         : Progress::Blocked;
   }
 
   std::vector<int> blocked_on() const override {
     std::vector<int> ranks;
-    if (group_.unchecked_step == 0) return ranks;
+    if (group_.unchecked_count == 0) return ranks;
     for (int p = 0; p < group_.size(); ++p) {
-      if (!published(group_, p, group_.unchecked_step)) ranks.push_back(group_.world_rank(p));
+      if (!published(group_, p, group_.newest_unchecked().step))
+        ranks.push_back(group_.world_rank(p));
     }
     return ranks;
   }

@@ -4,9 +4,11 @@
 //   1. waits until every peer has finished reading step k-2, which it shows by
 //      having published ready >= k-1 (slots are double buffered, so a fast rank
 //      runs at most one step ahead: no barrier between consecutive steps or
-//      operations),
-//   2. produce(): writes its contribution into its slot k % 2, stamps the step's
-//      fingerprint and publishes ready = k,
+//      operations); a step whose data fits its step line (set_inline) needs only
+//      the line, and there are kStepLines of them: it waits for ready >=
+//      k-kStepLines+1,
+//   2. produce(): writes its contribution into its slot k % 2 (or its line),
+//      stamps the step's fingerprint and publishes ready = k,
 //   3. waits until every peer has published ready >= k, checks that their
 //      fingerprints equal its own (same op, dtype, count, root, reduce op),
 //   4. consume(): reads what it needs from the peers' slots.
@@ -17,12 +19,16 @@
 // only for the ranks whose data it reads: a broadcast's or scatter's root and a
 // reduce's or gather's non-roots read nobody's and return at once, like MPI's
 // eager sends; the others wait for the root (broadcast, scatter) or for everyone
-// (the root of reduce, gather). The fingerprints it did not wait for are compared
-// when the group's next step starts (its step 1 waits for exactly those flags, so
-// this costs nothing) or when the group is drained (destroy_group, release), and
-// a mismatch is a CommError naming the earlier call. With more ranks than cores
-// a rank then need not wait for every rank to be scheduled (4 ranks on 2 cores,
-// 8 B reduce: 5.7-6.3 -> 0.4-0.6 us). COLLIE_DEBUG=detail turns it off.
+// (the root of reduce, gather). The fingerprints it did not wait for are kept
+// (ShmGroup::unchecked) and compared, from the peers' step records, as soon as
+// every peer has published that step: at the latest when this rank's next call
+// that waits for every rank has them all, before it gets kStepLines steps past
+// the call (it waits then), or when the group is drained (destroy_group,
+// release). A mismatch is a CommError naming the earlier call. With more ranks
+// than cores a rank then need not wait for every rank to be scheduled (4 ranks
+// on 2 cores, 8 B reduce: 5.7-6.3 -> 0.4-0.6 us), and a root of small calls
+// (at most kInlineBytes per rank: one line) runs up to kStepLines - 1 calls
+// ahead of the others. COLLIE_DEBUG=detail turns it off.
 #pragma once
 
 #include <cstdint>
@@ -102,16 +108,18 @@ class StepOp : public OpState {
   void check_fingerprints(uint64_t step) const;
 };
 
-// Compares the fingerprints of the group's unchecked eager call (ShmGroup::
-// unchecked_step) once every peer has published that step: false while one has
-// not; CommError naming the call on a mismatch. Either way the call is checked
-// afterwards. Valid only before this rank publishes the step after it.
-bool check_unchecked_call(ShmGroup& group);
+// Compares the group's unchecked eager calls (ShmGroup::unchecked), oldest first,
+// each as soon as every peer has published its step; they are then checked.
+// False if one of step <= `through` is left (a peer has not published it yet);
+// CommError naming the call on a mismatch.
+bool check_unchecked_calls(ShmGroup& group, uint64_t through);
 
-// The operation drain queues when the group's last call is unchecked: it waits
-// (deadline, liveness: like any operation) until it can check it.
+// The operation drain queues when the group has unchecked calls: it waits
+// (deadline, liveness: like any operation) until it can check them all.
 std::unique_ptr<OpState> make_unchecked_call_check(ShmGroup& group, WorkPtr work);
-// The unchecked call's description for that operation's Work (kind, sizes, seq).
+// The description of the group's newest unchecked call, for that operation's
+// Work (kind, sizes, seq), or of `call`.
 OpInfo unchecked_call_info(const ShmGroup& group);
+OpInfo unchecked_call_info(const ShmGroup& group, const ShmGroup::UncheckedCall& call);
 
 }  // namespace collie::detail

@@ -102,6 +102,34 @@ TEST_P(EagerRooted, InputsReusedAtOnceAndCallsBackToBack) {
   });
 }
 
+// The root of small broadcasts (data in the step line) runs up to 7 calls ahead:
+// it makes 7 broadcasts and only then tells the others (a p2p message) to start
+// theirs. Without the run-ahead this deadlocks (the root waits in its second
+// broadcast for ranks that wait for its message). Then every rank checks its 7
+// results, and a barrier checks every call.
+TEST_P(EagerRooted, RootRunsSevenSmallCallsAhead) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    const DType dt = DType::Float32;
+    auto value = [](int call, int64_t i) { return 10.0 * call + static_cast<double>(i); };
+    std::vector<Tensor> got;
+    if (rank != 0) recv(Tensor::zeros({1}), 0);  // the root has finished its 7 calls
+    for (int call = 0; call < 7; ++call) {
+      Tensor x = make_tensor({8}, dt, [&](int64_t i) { return rank == 0 ? value(call, i) : -1.0; });
+      got.push_back(broadcast(x, 0));  // 32 bytes: one step line
+    }
+    if (rank == 0) {
+      for (int peer = 1; peer < n; ++peer) send(Tensor::ones({1}), peer);
+    }
+    for (int call = 0; call < 7; ++call) {
+      check_tensor(
+          got[static_cast<size_t>(call)], dt, {8}, [&](int64_t i) { return value(call, i); },
+          "broadcast " + std::to_string(call));
+    }
+    barrier();
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, EagerRooted, ::testing::Values(2, 3, 4), world_size_name);
 
 // Rank 1 broadcasts 3 elements where ranks 0 (root) and 2 broadcast 2. Rank 1
@@ -121,6 +149,37 @@ TEST(EagerRootedMismatch, SeenAtTheNextCall) {
     RCHECK(contains(msg, "broadcast float32 x2") && contains(msg, "x3")) << msg;
     RCHECK(contains(msg, "seq 1")) << "names the broadcast's sequence number: " << msg;
     RCHECK(contains(msg, "next call")) << msg;
+  });
+}
+
+// Eager calls in a row: the root of small broadcasts runs ahead of the others (up
+// to 7 calls) and compares their calls later. Rank 2 broadcasts 3 elements in the
+// fourth call where the others broadcast 2: rank 2 raises in that call (it waits
+// for the root), the root and rank 1 in a later one, at the latest once the
+// records of that call would be reused (9 steps on), all naming the fourth call.
+TEST(EagerRootedMismatch, SeenByARootRunningAheadAFewCallsLater) {
+  run_ranks(3, [](int rank) {
+    int failed_at = -1;
+    std::string msg;
+    for (int call = 0; call < 16 && failed_at < 0; ++call) {
+      Tensor x = Tensor::ones({rank == 2 && call == 3 ? 3 : 2});
+      try {
+        Tensor y = broadcast(x, 0);
+        check_tensor(
+            y, DType::Float32, {2}, [](int64_t) { return 1.0; }, "call " + std::to_string(call));
+      } catch (const collie::CommError& e) {
+        failed_at = call;
+        msg = e.what();
+      }
+    }
+    if (rank == 2) {
+      RCHECK_EQ(failed_at, 3) << msg;
+    } else {
+      RCHECK(failed_at >= 4 && failed_at <= 12)
+          << "rank " << rank << " failed at call " << failed_at << ": " << msg;
+    }
+    RCHECK(contains(msg, "broadcast float32 x2") && contains(msg, "x3")) << msg;
+    RCHECK(contains(msg, "seq 4")) << "names the fourth call: " << msg;
   });
 }
 
