@@ -3,9 +3,11 @@
 // scatter_tensor, the non-roots of reduce and gather_into_tensor) return before
 // the others arrive. Checked here: their inputs may be overwritten and freed at
 // once without changing anyone's result; back-to-back eager calls with moving
-// roots stay in step; a mismatch they did not wait for is a CommError at their
-// next call on the group, at destroy_group or at release; COLLIE_DEBUG=detail
-// makes every rank raise inside the mismatched call itself.
+// roots stay in step, and a root of small calls runs up to 7 calls ahead; a
+// mismatch they did not wait for is a CommError at a later call on the group (the
+// next that waits for every rank, or a few eager calls later), at destroy_group
+// or at release; COLLIE_DEBUG=detail makes every rank raise inside the
+// mismatched call itself.
 #include <cstring>
 #include <string>
 
