@@ -53,7 +53,8 @@ class ChunkedOp : public StepOp {
         esize_(element_size(dtype)),
         per_step_(per_step ? per_step : chunk_elems(*c.group, dtype)),
         contributes_(contributes) {
-    if (count * esize_ <= kInlineBytes) set_inline();
+    // One step of at most kSmallSlotBytes: its chunk is at the slot's start anyway.
+    if (count <= per_step_) place_small(count * esize_);
   }
 
  protected:
@@ -284,10 +285,9 @@ class PiecewiseOp : public StepOp {
         per_step_(piece_bytes(*c.group) / element_size(dtype)),
         contributes_(contributes),
         pieces_(static_cast<size_t>(c.group->size())) {
-    // All N pieces fit in the step line: packed there instead (one cache line
-    // per peer to read, with the flag and fingerprint).
-    if (count * esize_ * pieces_.size() <= kInlineBytes) {
-      set_inline();
+    // All N pieces fit in the step line (one cache line per peer to read, with
+    // the flag and fingerprint) or a small slot: packed there instead.
+    if (count <= per_step_ && place_small(count * esize_ * pieces_.size())) {
       piece_bytes_ = count * esize_;
     }
   }
@@ -363,7 +363,7 @@ class ScatterOp final : public PiecewiseOp {
 class BarrierOp final : public StepOp {
  public:
   explicit BarrierOp(const CollectiveCall& c) : StepOp(*c.engine, *c.group, c.work, 1) {
-    set_inline();  // no data: the slot's page is never touched
+    place_small(0);  // no data: the slot's page is never touched
   }
 
  protected:

@@ -1,7 +1,7 @@
 // The layout of a rank's shared-memory segment for one group.
 //
-//   [ SegmentHeader | StepControl | slot 0 | slot 1 | (world only) n x RingControl | n x ring data
-//   ]
+//   [ SegmentHeader | StepControl | kStepLines small slots | slot 0 | slot 1 |
+//     (world only) n x RingControl | n x ring data ]
 //
 // Every field has exactly one writer: the owner writes its header, step flags and
 // slots and the heads of its outgoing rings; peers only read them, except the
@@ -61,13 +61,15 @@ struct StepRecord {
 };
 static_assert(sizeof(StepRecord) == 32, "two step records per cache line");
 
-// Step k uses line k % kStepLines, record k % kStepRecords and slot k % 2. So a
-// rank may publish a step whose data fits its line up to kStepLines - 1 steps
-// ahead of its slowest peer (eager calls run ahead), one whose data needs a
-// slot one step ahead. kStepRecords = 2 * kStepLines keeps a record until every
-// rank can have compared it (step_op.cc).
+// Step k uses line k % kStepLines, record k % kStepRecords, and for its data the
+// line, small slot k % kStepLines or slot k % 2. So a rank may publish a step
+// whose data fits its line or a small slot up to kStepLines - 1 steps ahead of
+// its slowest peer (eager calls run ahead), one whose data needs a slot one step
+// ahead. kStepRecords = 2 * kStepLines keeps a record until every rank can have
+// compared it (step_op.cc).
 inline constexpr size_t kStepLines = 8;
 inline constexpr size_t kStepRecords = 2 * kStepLines;
+inline constexpr size_t kSmallSlotBytes = 4096;
 
 // The owner's step flags. "The owner has published step k" is
 // line[k % kStepLines].step >= k (the line cannot have moved on to a later step
@@ -97,6 +99,7 @@ static_assert(sizeof(MessageHeader) == 32, "message headers are 32 bytes");
 
 struct SegmentLayout {
   size_t step_control = 0;
+  size_t small_slots = 0;
   size_t slots = 0;
   size_t ring_controls = 0;
   size_t ring_data = 0;
@@ -105,7 +108,8 @@ struct SegmentLayout {
   SegmentLayout(int nranks, size_t slot_bytes, size_t ring_bytes, bool with_rings) {
     auto align = [](size_t v, size_t a) { return (v + a - 1) / a * a; };
     step_control = align(sizeof(SegmentHeader), 64);
-    slots = align(step_control + sizeof(StepControl), 4096);
+    small_slots = align(step_control + sizeof(StepControl), 4096);
+    slots = small_slots + kStepLines * kSmallSlotBytes;
     size_t end = slots + 2 * slot_bytes;
     if (with_rings) {
       ring_controls = align(end, 64);

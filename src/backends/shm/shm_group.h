@@ -72,6 +72,9 @@ class ShmGroup {
   uint8_t* slot(int group_rank, uint64_t step) const {
     return segment_base(group_rank) + layout_.slots + (step % 2) * config_.slot_bytes;
   }
+  uint8_t* small_slot(int group_rank, uint64_t step) const {
+    return segment_base(group_rank) + layout_.small_slots + (step % kStepLines) * kSmallSlotBytes;
+  }
   RingControl& ring_control(int owner, int dst) const;
   uint8_t* ring_data(int owner, int dst) const;
   pid_t pid(int group_rank) const { return header(group_rank).pid; }
@@ -106,6 +109,10 @@ class ShmGroup {
   UncheckedCall unchecked[kStepRecords];
   size_t unchecked_first = 0;  // index of the oldest
   size_t unchecked_count = 0;
+  // The group's name as its calls give it (the world's config name is "world";
+  // users know it as collie_world_group or hccl_world_group), for the messages
+  // about unchecked calls. Set by the first eager call.
+  std::shared_ptr<const std::string> call_name;
   const UncheckedCall& oldest_unchecked() const { return unchecked[unchecked_first]; }
   const UncheckedCall& newest_unchecked() const {
     return unchecked[(unchecked_first + unchecked_count - 1) % kStepRecords];

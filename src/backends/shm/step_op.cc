@@ -105,8 +105,7 @@ uint64_t must_check_through(uint64_t step) {
 }  // namespace
 
 bool StepOp::peers_freed(uint64_t step) const {
-  // How far ahead of its slowest peer this step may be published.
-  const uint64_t lead = inline_ ? kStepLines - 1 : 1;
+  const uint64_t lead = this->lead();
   if (step <= lead + 1) return true;
   for (int p = 0; p < group_.size(); ++p) {
     if (!published(group_, p, step - lead)) return false;
@@ -121,8 +120,25 @@ bool StepOp::peers_ready(uint64_t step) const {
   return true;
 }
 
+bool StepOp::place_small(size_t bytes_per_step) {
+  if (bytes_per_step <= kInlineBytes) {
+    place_ = Place::kLine;
+  } else if (bytes_per_step <= kSmallSlotBytes) {
+    place_ = Place::kSmallSlot;
+  }
+  return place_ != Place::kSlot;
+}
+
 uint8_t* StepOp::data_of(int p, uint64_t step) const {
-  return inline_ ? group_.control(p).line[step % kStepLines].data : group_.slot(p, step);
+  switch (place_) {
+    case Place::kLine:
+      return group_.control(p).line[step % kStepLines].data;
+    case Place::kSmallSlot:
+      return group_.small_slot(p, step);
+    case Place::kSlot:
+      break;
+  }
+  return group_.slot(p, step);
 }
 
 void StepOp::check_fingerprints(uint64_t step) const {
@@ -225,6 +241,7 @@ Progress StepOp::advance() {
       call.step = step_;
       for (int w = 0; w < 3; ++w) call.words[w] = fingerprint_.words[w];
       ++group_.unchecked_count;
+      if (!group_.call_name) group_.call_name = work()->info().group;
     }
     phase_ = Phase::WaitFree;
     step_ = 0;
@@ -237,7 +254,7 @@ Progress StepOp::advance() {
 std::vector<int> StepOp::blocked_on() const {
   std::vector<int> ranks;
   if (step_ == 0) return ranks;
-  const uint64_t lead = inline_ ? kStepLines - 1 : 1;
+  const uint64_t lead = this->lead();
   // In WaitFree: the freedom's flag, or an unchecked call this step waits for.
   uint64_t free_at = step_ > lead + 1 ? step_ - lead : 0;
   if (source_ == kEveryRank && group_.unchecked_count != 0) {
@@ -256,7 +273,7 @@ OpInfo unchecked_call_info(const ShmGroup& g, const ShmGroup::UncheckedCall& cal
   info.unpack_identity(call.words[0]);
   info.count = call.words[1];
   info.seq = call.words[2];
-  info.group = std::make_shared<const std::string>(g.name());
+  info.group = g.call_name ? g.call_name : std::make_shared<const std::string>(g.name());
   info.blocking = true;
   return info;
 }

@@ -4,9 +4,9 @@
 //   1. waits until every peer has finished reading step k-2, which it shows by
 //      having published ready >= k-1 (slots are double buffered, so a fast rank
 //      runs at most one step ahead: no barrier between consecutive steps or
-//      operations); a step whose data fits its step line (set_inline) needs only
-//      the line, and there are kStepLines of them: it waits for ready >=
-//      k-kStepLines+1,
+//      operations); a step whose data fits its step line or a small slot
+//      (place_small) needs only those, of which there are kStepLines: it waits
+//      for ready >= k-kStepLines+1,
 //   2. produce(): writes its contribution into its slot k % 2 (or its line),
 //      stamps the step's fingerprint and publishes ready = k,
 //   3. waits until every peer has published ready >= k, checks that their
@@ -26,9 +26,9 @@
 // the call (it waits then), or when the group is drained (destroy_group,
 // release). A mismatch is a CommError naming the earlier call. With more ranks
 // than cores a rank then need not wait for every rank to be scheduled (4 ranks
-// on 2 cores, 8 B reduce: 5.7-6.3 -> 0.4-0.6 us), and a root of small calls
-// (at most kInlineBytes per rank: one line) runs up to kStepLines - 1 calls
-// ahead of the others. COLLIE_DEBUG=detail turns it off.
+// on 2 cores, 8 B reduce: 5.7-6.3 -> 0.4-0.6 us), and a root of small broadcasts
+// (or a non-root of small reduces: their data fits a line or a small slot) runs
+// up to kStepLines - 1 calls ahead of the others. COLLIE_DEBUG=detail turns it off.
 #pragma once
 
 #include <cstdint>
@@ -77,11 +77,14 @@ class StepOp : public OpState {
   // Marks the algorithm variant in the fingerprint, so ranks that picked different
   // algorithms for the same call fail loudly instead of mixing their data.
   void set_variant(uint8_t variant) { fingerprint_.words[0] |= static_cast<uint64_t>(variant) << 24; }
-  // Every step's data fits in kInlineBytes at the start of the slot: produce()
-  // and consume() then get the step line's data field instead of the slots, so a
-  // peer's flag, fingerprint and data arrive in one cache line. The same choice
-  // on every rank (it may depend only on what the fingerprint checks).
-  void set_inline() { inline_ = true; }
+  // Every step's data takes at most `bytes_per_step`, packed from the start of
+  // the slot. Up to kInlineBytes, produce() and consume() get the step line's
+  // data field instead of the slots, so a peer's flag, fingerprint and data
+  // arrive in one cache line; up to kSmallSlotBytes, small slots. Either lets a
+  // rank publish its step up to kStepLines - 1 steps ahead (eager calls in a
+  // row). False (nothing changes) for more. The same choice on every rank (it
+  // may depend only on what the fingerprint checks).
+  bool place_small(size_t bytes_per_step);
   // This rank's slot for the step after the one being consumed. Inside consume()
   // it is already free: every peer published ready for this step, so every peer
   // finished reading the step before it, which used that slot.
@@ -98,7 +101,10 @@ class StepOp : public OpState {
   Phase phase_ = Phase::WaitFree;
   size_t index_ = 0;   // step within this operation
   uint64_t step_ = 0;  // the group's step number for index_, 0 before it starts
-  bool inline_ = false;
+  enum class Place { kSlot, kSmallSlot, kLine };  // where a step's data goes
+  Place place_ = Place::kSlot;
+  // How many steps ahead of its slowest peer this op's steps may be published.
+  uint64_t lead() const { return place_ == Place::kSlot ? 1 : kStepLines - 1; }
   int source_ = kEveryRank;  // whose step flags step 3 waits for (eager calls)
 
   bool peers_freed(uint64_t step) const;

@@ -104,29 +104,52 @@ TEST_P(EagerRooted, InputsReusedAtOnceAndCallsBackToBack) {
   });
 }
 
-// The root of small broadcasts (data in the step line) runs up to 7 calls ahead:
-// it makes 7 broadcasts and only then tells the others (a p2p message) to start
-// theirs. Without the run-ahead this deadlocks (the root waits in its second
-// broadcast for ranks that wait for its message). Then every rank checks its 7
-// results, and a barrier checks every call.
-TEST_P(EagerRooted, RootRunsSevenSmallCallsAhead) {
+// The root of small broadcasts (data in the step line, or in a small slot up to
+// 4 KiB) runs up to 7 calls ahead: it makes 7 broadcasts and only then tells the
+// others (a p2p message) to start theirs. Without the run-ahead this deadlocks
+// (the root waits in its second broadcast for ranks that wait for its message).
+// Then every rank checks its 7 results, and a barrier checks every call. The
+// same for the non-roots of reduce, which tell the root.
+TEST_P(EagerRooted, SevenSmallCallsRunAhead) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
     const DType dt = DType::Float32;
-    auto value = [](int call, int64_t i) { return 10.0 * call + static_cast<double>(i); };
-    std::vector<Tensor> got;
-    if (rank != 0) recv(Tensor::zeros({1}), 0);  // the root has finished its 7 calls
-    for (int call = 0; call < 7; ++call) {
-      Tensor x = make_tensor({8}, dt, [&](int64_t i) { return rank == 0 ? value(call, i) : -1.0; });
-      got.push_back(broadcast(x, 0));  // 32 bytes: one step line
-    }
-    if (rank == 0) {
-      for (int peer = 1; peer < n; ++peer) send(Tensor::ones({1}), peer);
-    }
-    for (int call = 0; call < 7; ++call) {
-      check_tensor(
-          got[static_cast<size_t>(call)], dt, {8}, [&](int64_t i) { return value(call, i); },
-          "broadcast " + std::to_string(call));
+    auto value = [](int call, int64_t i) { return 10.0 * call + static_cast<double>(i % 7); };
+    for (int64_t count : {int64_t{8}, int64_t{1024}}) {  // 32 B: a line; 4 KiB: a small slot
+      const std::string size = std::to_string(count * 4) + " bytes, ";
+      std::vector<Tensor> got;
+      if (rank != 0) recv(Tensor::zeros({1}), 0);  // the root has made its 7 broadcasts
+      for (int call = 0; call < 7; ++call) {
+        Tensor x =
+            make_tensor({count}, dt, [&](int64_t i) { return rank == 0 ? value(call, i) : -1.0; });
+        got.push_back(broadcast(x, 0));
+      }
+      if (rank == 0) {
+        for (int peer = 1; peer < n; ++peer) send(Tensor::ones({1}), peer);
+      }
+      for (int call = 0; call < 7; ++call) {
+        check_tensor(
+            got[static_cast<size_t>(call)], dt, {count}, [&](int64_t i) { return value(call, i); },
+            size + "broadcast " + std::to_string(call));
+      }
+      // reduce: the non-roots run ahead; the root starts once they all have.
+      got.clear();
+      if (rank == 0) {
+        for (int peer = 1; peer < n; ++peer) recv(Tensor::zeros({1}), peer);
+      }
+      for (int call = 0; call < 7; ++call) {
+        got.push_back(
+            reduce(make_tensor({count}, dt, [&](int64_t i) { return value(call, i); }), 0));
+      }
+      if (rank != 0) send(Tensor::ones({1}), 0);
+      if (rank == 0) {
+        for (int call = 0; call < 7; ++call) {
+          check_tensor(
+              got[static_cast<size_t>(call)], dt, {count},
+              [&](int64_t i) { return n * value(call, i); },
+              size + "reduce " + std::to_string(call));
+        }
+      }
     }
     barrier();
   });
@@ -182,6 +205,7 @@ TEST(EagerRootedMismatch, SeenByARootRunningAheadAFewCallsLater) {
     }
     RCHECK(contains(msg, "broadcast float32 x2") && contains(msg, "x3")) << msg;
     RCHECK(contains(msg, "seq 4")) << "names the fourth call: " << msg;
+    RCHECK(contains(msg, "group '" + std::string(WORLD) + "'")) << "names the group: " << msg;
   });
 }
 
