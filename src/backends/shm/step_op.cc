@@ -96,8 +96,10 @@ const char* const kMismatch = ": ranks called different operations (or sizes) at
 
 // The newest step whose unchecked call must be compared before this rank
 // publishes `step`: a peer reuses the record of step u for u + kStepRecords,
-// which needs every rank at u + kStepRecords - kStepLines + 1 (an inline step's
-// freedom), so u + kStepLines + 1 is this rank's last chance. 0: none yet.
+// which needs every rank at u + kStepRecords - kStepLines + 1 (the freedom of a
+// step in a line or small slot; a step in a slot needs more). So this rank
+// compares u before it publishes step u + kStepRecords - kStepLines + 1, and by
+// then (its own freedom for that step) every rank has published u. 0: none.
 uint64_t must_check_through(uint64_t step) {
   static_assert(kStepRecords >= 2 * kStepLines - 2, "records must outlive the lines");
   return step > kStepRecords - kStepLines + 1 ? step - (kStepRecords - kStepLines + 1) : 0;
