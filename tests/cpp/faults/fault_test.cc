@@ -201,6 +201,10 @@ TEST(FaultInjection, SigkillMidAllReduce) {
   expect_clean(*x.job, x.f);
 }
 
+// Ranks 0 and 2 are inside a batch_isend_irecv of 64 MiB with each other and
+// with rank 1, which is killed (it never started its own batch: fault_rank.cc's
+// big_exchange, so the survivors surely still need it). Both raise CommError for
+// a transfer with rank 1 while their exchange with each other goes on.
 TEST(FaultInjection, SigkillMidBatchIsendIrecv) {
   Faulted x = fault_mid_operation("kill_batch", SIGKILL);
   ASSERT_TRUE(x.t0 != 0);
