@@ -100,7 +100,7 @@ class ShmGroup {
   // Steps of eager rooted calls (step_op.h) whose peers' fingerprints this rank
   // has not compared yet, oldest first, with its own fingerprint for each (a ring
   // of at most kStepRecords). Compared as soon as every peer has published the
-  // step, at the latest before this rank gets kStepLines steps past it, and by
+  // step, at the latest before this rank gets kStepLines + 1 steps past it, and by
   // drain (UncheckedCallCheck).
   struct UncheckedCall {
     uint64_t step = 0;

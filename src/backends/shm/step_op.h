@@ -22,7 +22,7 @@
 // (the root of reduce, gather). The fingerprints it did not wait for are kept
 // (ShmGroup::unchecked) and compared, from the peers' step records, as soon as
 // every peer has published that step: at the latest when this rank's next call
-// that waits for every rank has them all, before it gets kStepLines steps past
+// that waits for every rank has them all, before it gets kStepLines + 1 steps past
 // the call (it waits then), or when the group is drained (destroy_group,
 // release). A mismatch is a CommError naming the earlier call. With more ranks
 // than cores a rank then need not wait for every rank to be scheduled (4 ranks
