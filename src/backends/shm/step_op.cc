@@ -1,6 +1,7 @@
 #include "backends/shm/step_op.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "backends/shm/engine.h"
 #include "collie/errors.h"
@@ -237,7 +238,12 @@ Progress StepOp::advance() {
     for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = data_of(p, step_);
     consume(index_, slots);
     if (source_ != kEveryRank) {  // the fingerprints not waited for: compared later
-      // At most kStepLines + 1 are ever left (must_check_through): the ring holds them.
+      // At most kStepLines + 1 are ever left (must_check_through): the ring holds
+      // them. A full ring would be a bug in that bound; fail loudly, not overwrite.
+      if (group_.unchecked_count == kStepRecords) {
+        throw std::logic_error(work()->info().describe() +
+                               ": internal error: too many eager calls left unchecked");
+      }
       ShmGroup::UncheckedCall& call =
           group_.unchecked[(group_.unchecked_first + group_.unchecked_count) % kStepRecords];
       call.step = step_;
