@@ -97,6 +97,28 @@ CommHandle isend(const Tensor& tensor, int dst = 0, std::string_view group = WOR
 std::pair<Tensor, CommHandle> irecv(const Tensor& tensor, int src = 0,
                                     std::string_view group = WORLD, int tag = 0);
 
+// A group's name as P2POp keeps it: reads like a string (std::string_view, ==,
+// str()). The world group's four names (runtime.h) are held as views of the
+// library's constants, so making or copying a P2POp of the world group allocates
+// nothing (the 18-character "collie_world_group" would not fit in a std::string's
+// inline buffer); any other name is owned.
+//   collie::GroupName g = "pair";  std::string_view v = g;  g == "pair";  // true
+class GroupName {
+ public:
+  GroupName(std::string_view name = WORLD);  // NOLINT: implicit, like std::string
+  GroupName(const char* name) : GroupName(std::string_view(name)) {}         // NOLINT
+  GroupName(const std::string& name) : GroupName(std::string_view(name)) {}  // NOLINT
+
+  std::string_view view() const { return constant_.data() ? constant_ : std::string_view(owned_); }
+  operator std::string_view() const { return view(); }  // NOLINT
+  std::string str() const { return std::string(view()); }
+  friend bool operator==(const GroupName& a, std::string_view b) { return a.view() == b; }
+
+ private:
+  std::string_view constant_;  // one of the world's names, else empty (data() null)
+  std::string owned_;
+};
+
 // One operation of batch_isend_irecv.
 struct P2POp {
   enum class Kind { ISEND, IRECV };
@@ -113,7 +135,7 @@ struct P2POp {
   Shape recv_shape;  // irecv: the shape to receive (isend: empty)
   DType recv_dtype;  // irecv: the dtype to receive
   int peer;          // world rank
-  std::string group;
+  GroupName group;
   int tag;
 };
 

@@ -1,5 +1,7 @@
 // send/recv/isend/irecv, P2POp and batch_isend_irecv (collie/comm.h).
+#include <array>
 #include <exception>
+#include <span>
 #include <string>
 
 #include "api/api_common.h"
@@ -98,6 +100,17 @@ std::pair<Tensor, CommHandle> irecv(const Tensor& tensor, int src, std::string_v
   return {out, CommHandle(w)};
 }
 
+GroupName::GroupName(std::string_view name) {
+  for (std::string_view world :
+       {WORLD, HCCL_WORLD_COMM_GROUP, NCCL_WORLD_COMM_GROUP, MCCL_WORLD_COMM_GROUP}) {
+    if (name == world) {
+      constant_ = world;
+      return;
+    }
+  }
+  owned_.assign(name);
+}
+
 P2POp::P2POp(std::string_view op, Tensor t, int peer_rank, std::string_view group_name,
              int tag_value)
     : kind(parse_kind(op)),
@@ -129,16 +142,26 @@ std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
   // earlier receives waiting for messages that will never come.
   struct Transfer {
     std::shared_ptr<Group> group;
-    int peer;  // group rank
+    int peer = -1;  // group rank
     WorkPtr work;
   };
-  std::vector<Transfer> transfers;
-  transfers.reserve(p2p_op_list.size());
-  for (const P2POp& op : p2p_op_list) {
-    auto g = detail::lookup_for_op(op.group, "batch_isend_irecv");
-    int peer =
-        peer_rank(*g, op.peer, "batch_isend_irecv", op.kind == P2POp::Kind::ISEND ? "dst" : "src");
-    transfers.push_back({std::move(g), peer, nullptr});
+  // A batch is usually a few ops (a send and a receive per neighbour): that many
+  // transfers live on the stack, so the batch itself allocates only its results.
+  constexpr size_t kInlineTransfers = 8;
+  std::array<Transfer, kInlineTransfers> inline_transfers;
+  std::vector<Transfer> heap_transfers;
+  if (p2p_op_list.size() > kInlineTransfers) heap_transfers.resize(p2p_op_list.size());
+  const std::span<Transfer> transfers =
+      heap_transfers.empty() ? std::span<Transfer>(inline_transfers.data(), p2p_op_list.size())
+                             : std::span<Transfer>(heap_transfers);
+  for (size_t i = 0; i < p2p_op_list.size(); ++i) {
+    const P2POp& op = p2p_op_list[i];
+    // Ops naming the group the op before named share its lookup.
+    transfers[i].group = i > 0 && op.group == p2p_op_list[i - 1].group.view()
+                             ? transfers[i - 1].group
+                             : detail::lookup_for_op(op.group, "batch_isend_irecv");
+    transfers[i].peer = peer_rank(*transfers[i].group, op.peer, "batch_isend_irecv",
+                                  op.kind == P2POp::Kind::ISEND ? "dst" : "src");
   }
   std::vector<Tensor> results;
   results.reserve(p2p_op_list.size());

@@ -43,6 +43,30 @@ TEST(P2POp, Construction) {
   }, without_init());
 }
 
+// P2POp's group: the world's four names are views of the library's constants (a
+// P2POp of the world group allocates nothing); any other name is its own copy.
+TEST(P2POp, GroupName) {
+  for (std::string_view world :
+       {WORLD, HCCL_WORLD_COMM_GROUP, NCCL_WORLD_COMM_GROUP, MCCL_WORLD_COMM_GROUP}) {
+    const std::string spelled(world);  // an equal string elsewhere in memory
+    GroupName name(spelled);
+    EXPECT_TRUE(name.view().data() == world.data()) << world << " held as the constant";
+    EXPECT_TRUE(name == world) << world;
+  }
+  EXPECT_TRUE(GroupName().view() == WORLD) << "the default is the world";
+  GroupName copy = GroupName("x");
+  {
+    std::string temporary = "a_group_name_longer_than_sixteen_chars";
+    GroupName owned(temporary);
+    copy = owned;
+    temporary.assign(temporary.size(), '#');  // the names must not alias it
+    EXPECT_TRUE(owned == "a_group_name_longer_than_sixteen_chars") << owned.view();
+  }
+  EXPECT_TRUE(copy.str() == "a_group_name_longer_than_sixteen_chars") << copy.view();
+  EXPECT_TRUE(GroupName("").view().empty());
+  EXPECT_TRUE(!(GroupName("collie_world_grou") == WORLD)) << "a prefix is another name";
+}
+
 class BatchRing : public ::testing::TestWithParam<int> {};
 
 // The docstring example: send rank+1 to the next rank, receive from the previous one;
@@ -148,6 +172,40 @@ TEST(BatchIsendIrecv, UnsortedSubGroup) {
         {P2POp("isend", Tensor::full({2}, rank, DType::UInt8), next, "batch_trio"),
          P2POp("irecv", Shape{2}, prev, "batch_trio", 0, DType::UInt8)});
     check_tensor(out[1], DType::UInt8, {2}, [prev](int64_t) { return double(prev); }, "batch in [2,0,3]");
+  });
+}
+
+// More ops than a batch keeps on the stack (8), alternating between a pair group
+// and the world: each op runs in the group it names (a world op after a pair op
+// names a peer outside the pair: KeyError if it took the pair's lookup).
+TEST(BatchIsendIrecv, TwelveOpsAlternatingGroups) {
+  run_ranks(4, [](int rank) {
+    const int n = 4, next = (rank + 1) % n, prev = (rank + n - 1) % n, partner = rank ^ 2;
+    const std::string pair = rank % 2 == 0 ? "batch_pair_even" : "batch_pair_odd";
+    create_group(pair, {std::min(rank, partner), std::max(rank, partner)});
+    std::vector<P2POp> ops;
+    for (int round = 0; round < 3; ++round) {
+      ops.emplace_back("isend", Tensor::full({2}, rank * 100 + 10 + round, DType::Int64), partner,
+                       pair, round);
+      ops.emplace_back("irecv", Shape{2}, partner, pair, round, DType::Int64);
+      ops.emplace_back("isend", Tensor::full({3}, rank * 100 + round, DType::Int32), next, WORLD,
+                       round);
+      ops.emplace_back("irecv", Shape{3}, prev, WORLD, round, DType::Int32);
+    }
+    std::vector<Tensor> out = batch_isend_irecv(ops);
+    RCHECK_EQ(out.size(), size_t{12});
+    for (int round = 0; round < 3; ++round) {
+      const size_t k = static_cast<size_t>(round) * 4;
+      check_tensor(
+          out[k], DType::Float32, {}, [](int64_t) { return 0.0; }, "placeholder");
+      check_tensor(
+          out[k + 1], DType::Int64, {2}, [&](int64_t) { return partner * 100.0 + 10 + round; },
+          "pair " + pair + ", round " + std::to_string(round));
+      check_tensor(
+          out[k + 3], DType::Int32, {3}, [&](int64_t) { return prev * 100.0 + round; },
+          "world ring, round " + std::to_string(round));
+    }
+    destroy_group(pair);
   });
 }
 
