@@ -2,13 +2,16 @@
 """Turns `collie bench --json` files into the markdown tables of docs/performance.md.
 
     scripts/bench_table.py PRIVATE.json... [--shared SHARED.json...]
+    scripts/bench_table.py LEFT.json... --beside RIGHT.json...
 
 Each group of files holds repeated runs of one sweep; for every (op, size) the
 best (lowest) median of collie and, separately, of OpenMPI over those runs is
 shown, with speed-up = OpenMPI / collie and busbw from the collie time. With
 --shared (runs of the same sweep with `collie bench --shared`), two more columns
 give collie's time on tensors from empty_shared() and its speed-up over the best
-OpenMPI time of all runs.
+OpenMPI time of all runs. With --beside (the same sweep with another rank count
+or timing, e.g. 2 and 4 ranks with --loop), the two sweeps' times and speed-ups
+stand side by side, each headed by its rank count.
 """
 import json
 import sys
@@ -22,6 +25,7 @@ def size_name(b):
 
 
 def best(paths):
+    """(op, bytes) -> the best collie and the best OpenMPI result over the runs."""
     rows = {}
     for path in paths:
         with open(path) as f:
@@ -35,9 +39,40 @@ def best(paths):
     return rows
 
 
-def main(args):
-    split = args.index("--shared") if "--shared" in args else len(args)
-    private, shared = best(args[:split]), best(args[split + 1:])
+def ranks_of(paths):
+    counts = set()
+    for path in paths:
+        with open(path) as f:
+            counts.add(json.load(f)["ranks"])
+    if len(counts) != 1:
+        sys.exit(f"bench_table: runs of different rank counts in one group: {sorted(counts)}")
+    return counts.pop()
+
+
+def split_at(args, flag):
+    if flag not in args:
+        return args, []
+    i = args.index(flag)
+    return args[:i], args[i + 1:]
+
+
+def print_beside(left_paths, right_paths):
+    left, right = best(left_paths), best(right_paths)
+    nl, nr = ranks_of(left_paths), ranks_of(right_paths)
+    print(f"| op | size | {nl} ranks: collie µs | OpenMPI µs | speed-up "
+          f"| {nr} ranks: collie µs | OpenMPI µs | speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key, a in left.items():
+        b = right.get(key)
+        row = (f"| {a['op']} | {size_name(a['bytes'])} | {a['collie_us']:.2f} | {a['mpi_us']:.2f} | "
+               f"{a['mpi_us'] / a['collie_us']:.2f}× |")
+        row += (f" {b['collie_us']:.2f} | {b['mpi_us']:.2f} | {b['mpi_us'] / b['collie_us']:.2f}× |"
+                if b else " | | |")
+        print(row)
+
+
+def print_private_and_shared(private_paths, shared_paths):
+    private, shared = best(private_paths), best(shared_paths)
     head = "| op | size | collie µs | OpenMPI µs | speed-up | collie busbw GB/s | OpenMPI busbw GB/s |"
     rule = "|---|---|---|---|---|---|---|"
     if shared:
@@ -53,6 +88,16 @@ def main(args):
             s = shared.get(key)
             row += f" {s['collie_us']:.2f} | {mpi / s['collie_us']:.2f}× |" if s else " | |"
         print(row)
+
+
+def main(args):
+    if "--beside" in args:
+        left, right = split_at(args, "--beside")
+        if not left or not right:
+            sys.exit("bench_table: --beside needs runs on both sides")
+        print_beside(left, right)
+    else:
+        print_private_and_shared(*split_at(args, "--shared"))
 
 
 if __name__ == "__main__":
