@@ -12,8 +12,8 @@
 // scatter_tensor of at most 4 KiB per rank, the ranks that need nobody's data
 // (the root of broadcast/scatter, the non-roots of reduce/gather) return without
 // waiting for the others and get the CommError of a mismatch at a later call on
-// the group (at the latest the next one that waits for every rank, or a few eager
-// calls later) or from destroy_group/release; COLLIE_DEBUG=detail makes them wait.
+// the group (at the latest the next one that waits for every rank, or at most 33
+// eager calls later) or from destroy_group/release; COLLIE_DEBUG=detail makes them wait.
 //
 // Functions with `async_op` return (output, handle): with async_op=false the
 // operation has completed and the handle is empty; with async_op=true the output

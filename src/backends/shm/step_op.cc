@@ -178,8 +178,9 @@ bool check_unchecked_calls(ShmGroup& g, uint64_t through) {
           " (seen after the call returned: a rooted call of at most " +
           std::to_string(kEagerBytes) +
           " bytes per rank returns without waiting for every rank, and is compared at this "
-          "rank's next call on the group that waits for every rank, or a few calls later; "
-          "COLLIE_DEBUG=detail makes it wait)";
+          "rank's next call on the group that waits for every rank, or at most " +
+          std::to_string(kStepRecords - kStepLines + 1) +
+          " calls later; COLLIE_DEBUG=detail makes it wait)";
       const OpInfo info = unchecked_call_info(g, call);
       const std::string calls = describe_calls(g, call.step);
       g.unchecked_count = 0;  // reported once; the group fails with it

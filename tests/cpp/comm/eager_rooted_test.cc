@@ -3,18 +3,26 @@
 // scatter_tensor, the non-roots of reduce and gather_into_tensor) return before
 // the others arrive. Checked here: their inputs may be overwritten and freed at
 // once without changing anyone's result; back-to-back eager calls with moving
-// roots stay in step, and a root of small calls runs up to 7 calls ahead; a
-// mismatch they did not wait for is a CommError at a later call on the group (the
-// next that waits for every rank, or a few eager calls later), at destroy_group
-// or at release; COLLIE_DEBUG=detail makes every rank raise inside the
+// roots stay in step, and a root of small calls runs up to kStepLines - 1 = 31
+// calls ahead; a mismatch they did not wait for is a CommError at a later call on
+// the group (the next that waits for every rank, or at most kStepRecords -
+// kStepLines + 1 = 33 eager calls later; src/backends/shm/layout.h), at
+// destroy_group or at release; COLLIE_DEBUG=detail makes every rank raise inside the
 // mismatched call itself.
 #include <cstring>
 #include <string>
 
+#include "backends/shm/layout.h"
 #include "comm_test_util.h"
 
 namespace collie::testing {
 namespace {
+
+// How many small eager calls a rank may make ahead of its slowest peer, and how
+// many steps later at the latest it compares a call it did not wait for.
+constexpr int kRunAhead = static_cast<int>(collie::detail::kStepLines) - 1;
+constexpr int kLatestCheck =
+    static_cast<int>(collie::detail::kStepRecords - collie::detail::kStepLines) + 1;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -105,12 +113,13 @@ TEST_P(EagerRooted, InputsReusedAtOnceAndCallsBackToBack) {
 }
 
 // The root of small broadcasts (data in the step line, or in a small slot up to
-// 4 KiB) runs up to 7 calls ahead: it makes 7 broadcasts and only then tells the
-// others (a p2p message) to start theirs. Without the run-ahead this deadlocks
-// (the root waits in its second broadcast for ranks that wait for its message).
-// Then every rank checks its 7 results, and a barrier checks every call. The
-// same for the non-roots of reduce, which tell the root.
-TEST_P(EagerRooted, SevenSmallCallsRunAhead) {
+// 4 KiB) runs up to kRunAhead calls ahead: it makes that many broadcasts and only
+// then tells the others (a p2p message) to start theirs. With less run-ahead this
+// deadlocks (the root waits in a later broadcast for ranks that wait for its
+// message) and fails with TimeoutError. Then every rank checks its results, and a
+// barrier checks every call. The same for the non-roots of reduce, which tell the
+// root.
+TEST_P(EagerRooted, SmallCallsRunAheadAsFarAsTheStepLinesAllow) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
     const DType dt = DType::Float32;
@@ -118,8 +127,8 @@ TEST_P(EagerRooted, SevenSmallCallsRunAhead) {
     for (int64_t count : {int64_t{8}, int64_t{1024}}) {  // 32 B: a line; 4 KiB: a small slot
       const std::string size = std::to_string(count * 4) + " bytes, ";
       std::vector<Tensor> got;
-      if (rank != 0) recv(Tensor::zeros({1}), 0);  // the root has made its 7 broadcasts
-      for (int call = 0; call < 7; ++call) {
+      if (rank != 0) recv(Tensor::zeros({1}), 0);  // the root has made its broadcasts
+      for (int call = 0; call < kRunAhead; ++call) {
         Tensor x =
             make_tensor({count}, dt, [&](int64_t i) { return rank == 0 ? value(call, i) : -1.0; });
         got.push_back(broadcast(x, 0));
@@ -127,7 +136,7 @@ TEST_P(EagerRooted, SevenSmallCallsRunAhead) {
       if (rank == 0) {
         for (int peer = 1; peer < n; ++peer) send(Tensor::ones({1}), peer);
       }
-      for (int call = 0; call < 7; ++call) {
+      for (int call = 0; call < kRunAhead; ++call) {
         check_tensor(
             got[static_cast<size_t>(call)], dt, {count}, [&](int64_t i) { return value(call, i); },
             size + "broadcast " + std::to_string(call));
@@ -137,13 +146,13 @@ TEST_P(EagerRooted, SevenSmallCallsRunAhead) {
       if (rank == 0) {
         for (int peer = 1; peer < n; ++peer) recv(Tensor::zeros({1}), peer);
       }
-      for (int call = 0; call < 7; ++call) {
+      for (int call = 0; call < kRunAhead; ++call) {
         got.push_back(
             reduce(make_tensor({count}, dt, [&](int64_t i) { return value(call, i); }), 0));
       }
       if (rank != 0) send(Tensor::ones({1}), 0);
       if (rank == 0) {
-        for (int call = 0; call < 7; ++call) {
+        for (int call = 0; call < kRunAhead; ++call) {
           check_tensor(
               got[static_cast<size_t>(call)], dt, {count},
               [&](int64_t i) { return n * value(call, i); },
@@ -178,15 +187,16 @@ TEST(EagerRootedMismatch, SeenAtTheNextCall) {
 }
 
 // Eager calls in a row: the root of small broadcasts runs ahead of the others (up
-// to 7 calls) and compares their calls later. Rank 2 broadcasts 3 elements in the
-// fourth call where the others broadcast 2: rank 2 raises in that call (it waits
-// for the root), the root and rank 1 in a later one, at the latest once the
-// records of that call would be reused (9 steps on), all naming the fourth call.
+// to kRunAhead calls) and compares their calls later. Rank 2 broadcasts 3
+// elements in the fourth call where the others broadcast 2: rank 2 raises in that
+// call (it waits for the root), the root and rank 1 in a later one, at the latest
+// once the records of that call would be reused (kLatestCheck steps on), all
+// naming the fourth call.
 TEST(EagerRootedMismatch, SeenByARootRunningAheadAFewCallsLater) {
   run_ranks(3, [](int rank) {
     int failed_at = -1;
     std::string msg;
-    for (int call = 0; call < 16 && failed_at < 0; ++call) {
+    for (int call = 0; call < 3 + kLatestCheck + 8 && failed_at < 0; ++call) {
       Tensor x = Tensor::ones({rank == 2 && call == 3 ? 3 : 2});
       try {
         Tensor y = broadcast(x, 0);
@@ -200,7 +210,7 @@ TEST(EagerRootedMismatch, SeenByARootRunningAheadAFewCallsLater) {
     if (rank == 2) {
       RCHECK_EQ(failed_at, 3) << msg;
     } else {
-      RCHECK(failed_at >= 4 && failed_at <= 12)
+      RCHECK(failed_at >= 4 && failed_at <= 3 + kLatestCheck)
           << "rank " << rank << " failed at call " << failed_at << ": " << msg;
     }
     RCHECK(contains(msg, "broadcast float32 x2") && contains(msg, "x3")) << msg;
