@@ -1,0 +1,61 @@
+#!/bin/bash
+# instructions_per_call.sh — instructions one call executes on rank 0, collie
+# against OpenMPI: the measure behind docs/performance.md's latency notes (a
+# timing moves by tens of percent on a shared machine; this count by a percent
+# or two).
+#
+#   bash scripts/instructions_per_call.sh [-n RANKS] [--build DIR] OP [BYTES]
+#   bash scripts/instructions_per_call.sh all_reduce 8      # 2 ranks, 8 bytes
+#
+# OP is one of collie bench's (all_reduce, all_gather, reduce_scatter,
+# broadcast, reduce, all_to_all, send_recv). Rank 0 of the bench workers runs
+# under callgrind twice, timing 1,000 and 3,000 calls back to back (--loop);
+# the difference over 2,000 calls is one call's instructions, everything else
+# (start-up, warm-up, checks) cancels out. The other ranks run natively, so
+# rank 0 rarely waits and the count is mostly the call's own work. Needs
+# valgrind (apt-get install valgrind) and, for the OpenMPI side, mpirun.
+set -euo pipefail
+
+ranks=2
+build=build
+while [[ $# -gt 0 && $1 == -* ]]; do
+  case $1 in
+    -n) ranks=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    *) echo "instructions_per_call.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+op=${1:?usage: instructions_per_call.sh [-n RANKS] [--build DIR] OP [BYTES]}
+bytes=${2:-8}
+command -v valgrind >/dev/null || { echo "instructions_per_call.sh: needs valgrind" >&2; exit 2; }
+bin=$(cd "$build/bin" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# total_instructions LAUNCHER RANK_VARIABLE WORKER ITERS: rank 0's instruction count.
+total_instructions() {
+  local launcher=$1 rank_var=$2 worker=$3 iters=$4 out="$work/cg.$RANDOM"
+  local args="--op $op -b $bytes -e $bytes -w 10 --iters $iters --loop --no-check"
+  $launcher sh -c "if [ \"\$$rank_var\" = 0 ]; then
+      exec valgrind --tool=callgrind --callgrind-out-file=$out $worker $args
+    else exec $worker $args; fi" >/dev/null 2>&1
+  callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+}
+
+per_call() {  # LAUNCHER RANK_VARIABLE WORKER
+  local low high
+  low=$(total_instructions "$1" "$2" "$3" 1000)
+  high=$(total_instructions "$1" "$2" "$3" 3000)
+  if [[ -z $low || -z $high ]]; then echo "?"; return; fi
+  echo $(((high - low) / 2000))
+}
+
+collie=$(per_call "$bin/collie run -n $ranks --" COLLIE_RANK "$bin/collie_bench_worker")
+line="$op ${bytes} B, $ranks ranks, rank 0: collie $collie instructions per call"
+if [[ -x $bin/collie_bench_mpi ]] && command -v mpirun >/dev/null; then
+  mpi=$(per_call "mpirun --oversubscribe --allow-run-as-root -np $ranks" OMPI_COMM_WORLD_RANK \
+    "$bin/collie_bench_mpi")
+  line+=", OpenMPI $mpi"
+fi
+echo "$line"
