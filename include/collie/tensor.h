@@ -41,9 +41,11 @@ std::string shape_to_string(const Shape& shape);
 // Bytes a tensor points into. Owned storage is 64-byte aligned.
 class Storage {
  public:
-  // Allocates `nbytes` bytes, zero-initialised unless `zero` is false. Large
-  // blocks come from (and return to) a small cache, so that repeated collectives
-  // on big tensors do not fault in fresh pages every call.
+  // Allocates `nbytes` bytes, zero-initialised unless `zero` is false. Up to
+  // kInlineBytes live inside the Storage itself (one allocation for a small
+  // tensor: its Storage); larger blocks come from (and return to) a small cache,
+  // so that repeated collectives on big tensors do not fault in fresh pages
+  // every call. Either way the data is 64-byte aligned.
   explicit Storage(size_t nbytes, bool zero = true);
   // Wraps caller memory; `deleter` (may be empty) runs when the last user goes away.
   Storage(void* data, size_t nbytes, std::function<void(void*)> deleter);
@@ -55,12 +57,15 @@ class Storage {
   size_t nbytes() const { return nbytes_; }
   bool owned() const { return owned_; }
 
+  static constexpr size_t kInlineBytes = 64;
+
  private:
   void* data_ = nullptr;
   size_t nbytes_ = 0;
-  size_t capacity_ = 0;  // bytes actually allocated (owned storage)
+  size_t capacity_ = 0;  // bytes allocated from the block cache (0: inline or not owned)
   bool owned_ = false;
   std::function<void(void*)> deleter_;
+  alignas(64) unsigned char inline_[kInlineBytes];  // the data when it fits
 };
 
 namespace detail {

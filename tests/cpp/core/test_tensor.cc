@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -77,6 +78,33 @@ TEST(TensorFactory, ReusedMemoryIsZeroedToo) {
     const Tensor t = Tensor::empty({1000}, DType::Int32);
     EXPECT_EQ(t.to_double_vector(), std::vector<double>(1000, 0.0));
   }
+}
+
+// Up to Storage::kInlineBytes the data lives inside the Storage (no second
+// allocation); on both sides of that edge it is 64-byte aligned, zeroed, and
+// each storage's own, also when the memory is reused.
+TEST(Storage, SmallDataInlineAlignedZeroedAndPrivate) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{4096}}) {
+    for (int round = 0; round < 3; ++round) {
+      Storage a(n), b(n);
+      const auto* inside_begin = reinterpret_cast<const uint8_t*>(&a);
+      const auto* data = static_cast<const uint8_t*>(a.data());
+      const bool inline_data = data >= inside_begin && data < inside_begin + sizeof(Storage);
+      EXPECT_EQ(inline_data, n <= Storage::kInlineBytes) << n;
+      ASSERT_NE(a.data(), nullptr) << n;
+      EXPECT_NE(a.data(), b.data()) << n;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % 64, 0u) << n;
+      EXPECT_EQ(a.nbytes(), n);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(data[i], 0) << n << " byte " << i;
+      std::memset(a.data(), 0xff, n);  // the next round's storages must be zeroed again
+      const auto* other = static_cast<const uint8_t*>(b.data());
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(other[i], 0) << n << " byte " << i;
+    }
+  }
+  // Uninitialised storage is not zeroed, but equally usable to its last byte.
+  Storage raw(Storage::kInlineBytes, /*zero=*/false);
+  std::memset(raw.data(), 7, raw.nbytes());
+  EXPECT_EQ(static_cast<const uint8_t*>(raw.data())[Storage::kInlineBytes - 1], 7);
 }
 
 TEST(TensorFactory, RejectsNegativeSizes) {
