@@ -112,7 +112,7 @@ TEST_P(ReduceTest, MatchesReferenceForEverySourceCountAndLength) {
   const auto [dtype, op] = GetParam();
   for (int nsrc : {1, 2, 3, 5}) {
     // Around the 256-element block: empty, one, block - 1, block, block + 1, many.
-    for (size_t count : {0, 1, 255, 256, 257, 1000}) {
+    for (size_t count : {0, 1, 2, 15, 16, 17, 255, 256, 257, 1000}) {
       SCOPED_TRACE("nsrc=" + std::to_string(nsrc) + " count=" + std::to_string(count));
       std::vector<std::vector<uint8_t>> srcs;
       for (int k = 0; k < nsrc; ++k) srcs.push_back(make_source(dtype, count, k));
@@ -125,16 +125,18 @@ TEST_P(ReduceTest, MatchesReferenceForEverySourceCountAndLength) {
 
 TEST_P(ReduceTest, DstMayBeAnySource) {
   const auto [dtype, op] = GetParam();
-  const size_t count = 600;
-  for (int nsrc : {1, 2, 3}) {
-    for (int alias = 0; alias < nsrc; ++alias) {
-      SCOPED_TRACE("nsrc=" + std::to_string(nsrc) + " dst=srcs[" + std::to_string(alias) + "]");
-      std::vector<std::vector<uint8_t>> srcs;
-      for (int k = 0; k < nsrc; ++k) srcs.push_back(make_source(dtype, count, k));
-      const std::vector<uint8_t> expected = reference(dtype, op, srcs, count);
-      auto ptrs = pointers(srcs);
-      reduce_n(srcs[static_cast<size_t>(alias)].data(), ptrs.data(), nsrc, count, dtype, op);
-      ASSERT_EQ(srcs[static_cast<size_t>(alias)], expected);
+  for (size_t count : {5, 600}) {  // the plain loop for a few elements, and the blocks
+    for (int nsrc : {1, 2, 3}) {
+      for (int alias = 0; alias < nsrc; ++alias) {
+        SCOPED_TRACE("count=" + std::to_string(count) + " nsrc=" + std::to_string(nsrc) +
+                     " dst=srcs[" + std::to_string(alias) + "]");
+        std::vector<std::vector<uint8_t>> srcs;
+        for (int k = 0; k < nsrc; ++k) srcs.push_back(make_source(dtype, count, k));
+        const std::vector<uint8_t> expected = reference(dtype, op, srcs, count);
+        auto ptrs = pointers(srcs);
+        reduce_n(srcs[static_cast<size_t>(alias)].data(), ptrs.data(), nsrc, count, dtype, op);
+        ASSERT_EQ(srcs[static_cast<size_t>(alias)], expected);
+      }
     }
   }
 }
