@@ -2,7 +2,6 @@
 #include "collie/tensor.h"
 
 #include <cmath>
-#include <limits>
 #include <string>
 #include <utility>
 
@@ -30,10 +29,10 @@ void check_shape(const Shape& shape) {
     if (extent < 0) {
       throw ValueError("invalid shape " + shape_to_string(shape) + ": sizes must be >= 0");
     }
-    if (extent != 0 && numel > std::numeric_limits<int64_t>::max() / extent) {
+    // Every new tensor checks its shape: an overflow test, not a division.
+    if (__builtin_mul_overflow(numel, extent, &numel)) {
       throw ValueError("shape " + shape_to_string(shape) + " has too many elements");
     }
-    numel *= extent;
   }
 }
 

@@ -112,6 +112,19 @@ TEST(TensorFactory, RejectsNegativeSizes) {
   expect_contains(message, "[2, -1]");
 }
 
+// An element count past int64 is a ValueError naming the shape (checked by
+// overflow, not by dividing); a zero extent anywhere makes any shape empty.
+TEST(TensorFactory, RejectsShapesWithTooManyElements) {
+  constexpr int64_t big = int64_t{1} << 32;
+  const std::string message = message_of<ValueError>([] { Tensor::zeros({big, big}); });
+  expect_contains(message, "too many elements");
+  expect_contains(message, "[4294967296, 4294967296]");
+  EXPECT_THROW(Tensor::uninitialized({3, INT64_MAX}), ValueError);
+  EXPECT_EQ(Tensor::zeros({0, INT64_MAX}).numel(), 0);
+  EXPECT_EQ(Tensor::zeros({INT64_MAX, 0}).numel(), 0);
+  EXPECT_EQ(Tensor::zeros({big / 2, 2, 0}).numel(), 0);
+}
+
 class TensorDTypeTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(TensorDTypeTest, OnesHoldsOne) {
