@@ -62,8 +62,9 @@ namespace detail {
 [[noreturn]] void throw_invalid_dtype(DType dtype);  // ValueError naming the value
 }  // namespace detail
 
-// Size in bytes of one element (ValueError for a value outside the enum). Inline:
-// every collective asks several times per call.
+// Size in bytes of one element (ValueError for a value outside the enum), always a
+// power of two (the collectives shift by it). Inline: every collective asks
+// several times per call.
 inline size_t element_size(DType dtype) {
   switch (dtype) {
     case DType::Bool:

@@ -24,7 +24,8 @@ size_t steps_for(size_t count, size_t per_step) {
   return (count + per_step - 1) / per_step;
 }
 
-// Elements of one rank's contribution that fit in a slot.
+// Elements of one rank's contribution that fit in a slot (element sizes are
+// powers of two: dtype.h, tested in core_test_dtype).
 size_t chunk_elems(const ShmGroup& g, DType dtype) {
   return g.slot_bytes() >> std::countr_zero(element_size(dtype));
 }

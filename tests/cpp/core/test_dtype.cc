@@ -27,6 +27,12 @@ class DTypeTest : public ::testing::TestWithParam<DTypeInfo> {};
 
 TEST_P(DTypeTest, ElementSize) { EXPECT_EQ(element_size(GetParam().dtype), GetParam().size); }
 
+// The shared-memory collectives shift by it instead of dividing (chunk_elems in
+// src/backends/shm/collectives.cc): a new dtype must keep this.
+TEST_P(DTypeTest, ElementSizeIsAPowerOfTwo) {
+  EXPECT_TRUE(std::has_single_bit(element_size(GetParam().dtype))) << GetParam().size;
+}
+
 TEST_P(DTypeTest, NameRoundTrips) {
   EXPECT_EQ(dtype_name(GetParam().dtype), GetParam().name);
   EXPECT_EQ(parse_dtype(GetParam().name), GetParam().dtype);
