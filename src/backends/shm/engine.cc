@@ -350,6 +350,15 @@ void ShmEngine::check_stalls(Clock::time_point now) {
         }
         if (grank >= 0 && !process_alive(g->pid(grank))) dead.push_back(world_rank);
       }
+      if (!dead.empty()) {
+        // Look again at what the op waits for, now that the deaths are seen: a
+        // peer that published what this op needed after `waiting` was read and
+        // then exited is not in the way (the next pass takes its data).
+        std::vector<int> still_waiting = op.blocked_on();
+        std::erase_if(dead, [&](int r) {
+          return std::find(still_waiting.begin(), still_waiting.end(), r) == still_waiting.end();
+        });
+      }
       if (!dead.empty() && !op.can_finish_without_peers()) {
         fail_group(*g, std::make_exception_ptr(
                            CommError(op.work()->info().describe() + ": rank(s) " + rank_list(dead) +

@@ -2,62 +2,21 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 #include "backends/shm/cma.h"
+#include "backends/shm/join_wait.h"
 #include "backends/shm/liveness.h"
 #include "backends/shm/op_state.h"
 #include "collie/errors.h"
-#include "runtime/op_info.h"
 
 namespace collie::detail {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-// Polls `ready(peer)` for every peer until all are true; sleeps with back-off in
-// between (start-up is rare; no need for futexes). Throws naming the missing ranks.
-template <typename Ready, typename PidOf>
-void wait_for_peers(const ShmGroupConfig& cfg, const char* what, Ready ready, PidOf pid_of) {
-  // Timeouts beyond ~30 years mean "never"; capped, the conversion to the clock's
-  // integer ticks cannot overflow (COLLIE_TIMEOUT=1e300 or inf would).
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(std::min(cfg.timeout_seconds, 1e9)));
-  auto sleep = std::chrono::microseconds(100);
-  for (;;) {
-    std::vector<int> missing, dead;
-    for (int g = 0; g < static_cast<int>(cfg.world_ranks.size()); ++g) {
-      if (g == cfg.my_group_rank) continue;
-      // Liveness of every peer whose pid is known, ready or not: a peer that
-      // passed this stage and then died will never reach the next one, and the
-      // ranks still missing here may never come (they may have failed on it).
-      pid_t pid = pid_of(g);
-      if (pid > 0 && !process_alive(pid)) dead.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
-      if (!ready(g)) missing.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
-    }
-    if (missing.empty()) return;
-    std::string where = std::string(what) + " of group '" + cfg.name + "' (ranks " +
-                        rank_list(cfg.world_ranks) + ", job " + cfg.job_id + ")";
-    if (!dead.empty()) {
-      throw CommError(where + ": rank(s) " + rank_list(dead) + " died before joining");
-    }
-    if (Clock::now() > deadline) {
-      throw TimeoutError(where + ": rank(s) " + rank_list(missing) + " did not join within " +
-                         format_seconds(cfg.timeout_seconds) +
-                         " (do all of them call it, with the same rank list?)");
-    }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(10000));
-  }
 }
 
 }  // namespace
@@ -159,15 +118,16 @@ void ShmGroup::map_peers_and_unlink() {
     seg = std::move(candidate);
     return true;
   };
-  auto pid_if_mapped = [&](int g) -> pid_t {
-    return segments_[static_cast<size_t>(g)].data() ? header(g).pid : 0;
+  // A peer whose segment is not mapped yet has no known pid: not known dead.
+  auto dead_if_mapped = [&](int g) {
+    return segments_[static_cast<size_t>(g)].data() && !process_alive(header(g).pid);
   };
-  wait_for_peers(config_, "joining", mapped, pid_if_mapped);
+  wait_for_join_stage(config_, "joining", mapped, dead_if_mapped);
   header(rank()).attached.store(1, std::memory_order_release);
-  wait_for_peers(
+  wait_for_join_stage(
       config_, "joining",
       [&](int g) { return header(g).attached.load(std::memory_order_acquire) != 0; },
-      [&](int g) { return header(g).pid; });
+      [&](int g) { return !process_alive(header(g).pid); });
   // Every peer has mapped our segment: the name is no longer needed.
   Segment::unlink(segment_name(rank()));
   agree_on_cma();
@@ -180,10 +140,10 @@ void ShmGroup::agree_on_cma() {
     if (g != rank()) ok = cma_probe(header(g).pid, header(g).cma_probe);
   }
   header(rank()).cma_verdict.store(ok ? 1 : 2, std::memory_order_release);
-  wait_for_peers(
+  wait_for_join_stage(
       config_, "joining",
       [&](int g) { return header(g).cma_verdict.load(std::memory_order_acquire) != 0; },
-      [&](int g) { return header(g).pid; });
+      [&](int g) { return !process_alive(header(g).pid); });
   cma_ = true;
   for (int g = 0; g < size(); ++g) {
     cma_ = cma_ && header(g).cma_verdict.load(std::memory_order_acquire) == 1;
