@@ -92,6 +92,9 @@ class Tensor {
   static Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
   // Contents unspecified: for outputs that are about to be overwritten entirely.
   static Tensor uninitialized(const Shape& shape, DType dtype = DType::Float32);
+  // uninitialized(like.shape(), like.dtype()) (torch's empty_like); a contiguous
+  // `like` lends its layout, so nothing is looked up for it.
+  static Tensor uninitialized_like(const Tensor& like);
   static Tensor ones(const Shape& shape, DType dtype = DType::Float32);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
   // 0-d tensor holding `value`.

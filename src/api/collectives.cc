@@ -19,7 +19,7 @@ std::pair<Tensor, CommHandle> all_reduce(const Tensor& tensor, ReduceOp op, std:
   auto g = lookup_for_op(group, "all_reduce");
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
-  Tensor out = detail::new_output(in, tensor.shape(), tensor.dtype());
+  Tensor out = detail::new_output_like(in);
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::AllReduce, in, n, op, -1, !async_op), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -75,8 +75,7 @@ Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   // comm_func.reduce gives non-destination ranks a shape-[1] placeholder.
-  Tensor out = is_root ? detail::new_output(in, tensor.shape(), tensor.dtype())
-                       : Tensor::zeros({1}, tensor.dtype());
+  Tensor out = is_root ? detail::new_output_like(in) : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -91,7 +90,7 @@ Tensor broadcast(const Tensor& tensor, int src, std::string_view group) {
   int root = to_group_rank(*g, src, "broadcast", "src");
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
-  Tensor out = detail::new_output(in, tensor.shape(), tensor.dtype());
+  Tensor out = detail::new_output_like(in);
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Broadcast, in, n, ReduceOp::SUM, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {

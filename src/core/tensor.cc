@@ -104,11 +104,20 @@ std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
     size_t next = 0;
   };
   thread_local Cache cache;
-  for (const auto& entry : cache.entries) {
-    if (entry && entry->shape == shape) return entry;
+  // The entry that matched last is tried first: a loop asks for the same shape
+  // again and again (comparing shapes costs a memcmp each).
+  thread_local size_t last_hit = 0;
+  if (const auto& entry = cache.entries[last_hit]; entry && entry->shape == shape) return entry;
+  for (size_t i = 0; i < kCached; ++i) {
+    const auto& entry = cache.entries[i];
+    if (entry && entry->shape == shape) {
+      last_hit = i;
+      return entry;
+    }
   }
   auto layout = make_layout(shape, contiguous_strides(shape));
-  cache.entries[cache.next++ % kCached] = layout;
+  last_hit = cache.next++ % kCached;
+  cache.entries[last_hit] = layout;
   return layout;
 }
 
@@ -176,6 +185,15 @@ Tensor Tensor::uninitialized(const Shape& shape, DType dtype) {
   t.layout_ = contiguous_layout(shape);
   t.storage_ = make_storage(static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype),
                             /*zero=*/false);
+  return t;
+}
+
+Tensor Tensor::uninitialized_like(const Tensor& like) {
+  if (!like.is_contiguous()) return uninitialized(like.shape(), like.dtype());
+  Tensor t{Bare{}};
+  t.dtype_ = like.dtype_;
+  t.layout_ = like.layout_;  // checked when `like` was made
+  t.storage_ = make_storage(like.nbytes(), /*zero=*/false);
   return t;
 }
 

@@ -38,5 +38,10 @@ Tensor new_output(const Tensor& input, const Shape& shape, DType dtype) {
   return Tensor::uninitialized(shape, dtype);
 }
 
+Tensor new_output_like(const Tensor& input) {
+  if (is_shared(input)) return empty_shared(input.shape(), input.dtype());
+  return Tensor::uninitialized_like(input);
+}
+
 }  // namespace detail
 }  // namespace collie

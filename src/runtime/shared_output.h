@@ -8,5 +8,8 @@
 namespace collie::detail {
 
 Tensor new_output(const Tensor& input, const Shape& shape, DType dtype);
+// The same with input's shape and dtype (all_reduce, broadcast, reduce's root):
+// an ordinary output shares input's layout.
+Tensor new_output_like(const Tensor& input);
 
 }  // namespace collie::detail

@@ -401,6 +401,29 @@ TEST(TensorView, ViewsLeaveOtherTensorsOfTheSameShapeAlone) {
   EXPECT_EQ(Tensor::scalar(2).numel(), 1);
 }
 
+TEST(TensorFactory, UninitializedLikeTakesShapeAndDtypeAndOwnsNewMemory) {
+  const Tensor like = Tensor::full({2, 3}, 7.0, DType::Int32);
+  Tensor t = Tensor::uninitialized_like(like);
+  EXPECT_EQ(t.shape(), (Shape{2, 3}));
+  EXPECT_EQ(t.strides(), (Shape{3, 1}));
+  EXPECT_EQ(t.dtype(), DType::Int32);
+  EXPECT_EQ(t.storage_offset(), 0);
+  EXPECT_NE(t.storage(), like.storage());
+  t.data<int32_t>()[5] = 1;  // its own memory: `like` keeps its values
+  EXPECT_EQ(like.item(5), 7.0);
+  // A view at an offset: the new tensor starts at its own storage's beginning.
+  const Tensor rows = Tensor::zeros({4, 3}).slice(1, 3);
+  EXPECT_EQ(Tensor::uninitialized_like(rows).storage_offset(), 0);
+  EXPECT_EQ(Tensor::uninitialized_like(rows).storage()->nbytes(), 6 * sizeof(float));
+  // Not contiguous: a contiguous tensor of the same shape.
+  const Tensor tt = Tensor::zeros({2, 3}).transpose(0, 1);
+  const Tensor c = Tensor::uninitialized_like(tt);
+  EXPECT_EQ(c.shape(), (Shape{3, 2}));
+  EXPECT_EQ(c.strides(), (Shape{2, 1}));
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_EQ(Tensor::uninitialized_like(Tensor::scalar(1.0, DType::Float64)).shape(), Shape{});
+}
+
 TEST(TensorView, SizeOneDimsDoNotBreakContiguity) {
   const Tensor t = Tensor::zeros({3, 1}).transpose(0, 1);  // shape [1, 3], strides [1, 1]
   EXPECT_TRUE(t.is_contiguous());
