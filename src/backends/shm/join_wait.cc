@@ -30,14 +30,15 @@ void wait_for_join_stage(const ShmGroupConfig& cfg, const char* what,
     }
     std::vector<int> missing;
     for (int g = 0; g < n; ++g) {
-      if (g != cfg.my_group_rank && !ready(g)) missing.push_back(cfg.world_ranks[size_t(g)]);
+      if (g != cfg.my_group_rank && !ready(g))
+        missing.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
     }
     if (missing.empty()) return;
     const std::string where = std::string(what) + " of group '" + cfg.name + "' (ranks " +
                               rank_list(cfg.world_ranks) + ", job " + cfg.job_id + ")";
     if (!died.empty()) {
       std::vector<int> world;
-      for (int g : died) world.push_back(cfg.world_ranks[size_t(g)]);
+      for (int g : died) world.push_back(cfg.world_ranks[static_cast<size_t>(g)]);
       throw CommError(where + ": rank(s) " + rank_list(world) + " died before joining");
     }
     if (Clock::now() > deadline) {
