@@ -101,24 +101,24 @@ std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
   constexpr size_t kCached = 8;
   struct Cache {
     std::shared_ptr<const TensorLayout> entries[kCached];
-    size_t next = 0;
+    size_t next = 0;      // where the next new layout goes
+    size_t last_hit = 0;  // tried first: a loop asks for the same shape again and again
   };
   thread_local Cache cache;
-  // The entry that matched last is tried first: a loop asks for the same shape
-  // again and again (comparing shapes costs a memcmp each).
-  thread_local size_t last_hit = 0;
-  if (const auto& entry = cache.entries[last_hit]; entry && entry->shape == shape) return entry;
+  // Comparing shapes costs a memcmp each, so the entry that matched last goes first.
+  if (const auto& entry = cache.entries[cache.last_hit]; entry && entry->shape == shape) {
+    return entry;
+  }
   for (size_t i = 0; i < kCached; ++i) {
     const auto& entry = cache.entries[i];
     if (entry && entry->shape == shape) {
-      last_hit = i;
+      cache.last_hit = i;
       return entry;
     }
   }
-  auto layout = make_layout(shape, contiguous_strides(shape));
-  last_hit = cache.next++ % kCached;
-  cache.entries[last_hit] = layout;
-  return layout;
+  cache.last_hit = cache.next++ % kCached;
+  cache.entries[cache.last_hit] = make_layout(shape, contiguous_strides(shape));
+  return cache.entries[cache.last_hit];
 }
 
 }  // namespace

@@ -101,6 +101,17 @@ TEST(Storage, SmallDataInlineAlignedZeroedAndPrivate) {
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(other[i], 0) << n << " byte " << i;
     }
   }
+  // The same through the factories, whose Storage comes from the per-thread pool
+  // (allocate_shared): inline data keeps its alignment there too.
+  for (int64_t n : {int64_t{1}, int64_t{16}, int64_t{17}, int64_t{1000}}) {
+    const Tensor t = Tensor::uninitialized({n});
+    const Tensor like = Tensor::uninitialized_like(t);
+    const Tensor z = Tensor::zeros({n}, DType::Int8);
+    for (const Tensor* x : {&t, &like, &z}) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(x->data_ptr()) % 64, 0u) << n;
+    }
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(Tensor::scalar(3).data_ptr()) % 64, 0u);
   // Uninitialised storage is not zeroed, but equally usable to its last byte.
   Storage raw(Storage::kInlineBytes, /*zero=*/false);
   std::memset(raw.data(), 7, raw.nbytes());
