@@ -302,6 +302,12 @@ void P2PMatcher::break_source(int src, const std::string& what) {
   in.in_payload = false;
 }
 
+bool P2PMatcher::leave_in_ring(int src, const MessageHeader& h, uint64_t avail) const {
+  // Checked in this order so that a corrupt size cannot overflow the sum.
+  return h.magic == kMessageMagic && h.nbytes <= world_.ring_bytes() / 4 &&
+         avail == sizeof(MessageHeader) + h.nbytes && posted_[static_cast<size_t>(src)].empty();
+}
+
 bool P2PMatcher::advance_incoming(int src) {
   if (source_broken_[static_cast<size_t>(src)]) return false;
   Incoming& in = incoming_[static_cast<size_t>(src)];
@@ -317,6 +323,7 @@ bool P2PMatcher::advance_incoming(int src) {
       if (avail < sizeof(MessageHeader)) break;
       MessageHeader h;
       ring_read(ring, size, tail, &h, sizeof(h));
+      if (leave_in_ring(src, h, avail)) break;
       tail += sizeof(h);
       moved = true;
       std::string why;

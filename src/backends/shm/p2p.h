@@ -9,6 +9,15 @@
 // ring keeps flowing. Because rings are always drained, sends and receives
 // complete in any order: no batch of isend/irecv can deadlock.
 //
+// One exception saves that copy where it is most common: a small message (at most
+// a quarter of the ring) that is the last thing in the ring while this rank has
+// no receive posted from its source stays in the ring, unread. In a loop of
+// exchanges the faster rank's next message arrives just before its receive is
+// posted (2 ranks: nearly every message), and that receive then reads it straight
+// into its buffer. It cannot block anything: the sender has at least three
+// quarters of the ring free, and the first byte written behind it, or any receive
+// posted from that source, drains it as before.
+//
 // With more ranks than CPUs, messages that do not fit the ring, between ranks that
 // agreed on CMA are *pulled*: the ring carries only the header and the payload's
 // address, and the receiver reads the payload straight from the sender's memory
@@ -192,6 +201,13 @@ class P2PMatcher {
   static bool valid_header(const MessageHeader& h, std::string* why);
   // Cuts a source off after corrupt data: fails everything waiting on it.
   void break_source(int src, const std::string& what);
+  // Whether the message whose header `h` starts the `avail` unread bytes from
+  // `src` stays in the ring for now instead of going to an unexpected buffer: a
+  // whole, small, ordinary message with nothing behind it while no receive from
+  // `src` is posted (the next call's message, arriving before its receive). The
+  // receive posted next reads it straight into its buffer; any later byte from
+  // `src`, or any receive posted from `src`, drains it as before.
+  bool leave_in_ring(int src, const MessageHeader& h, uint64_t avail) const;
   void on_header(int src, const MessageHeader& h);
   void deliver_unexpected(Unexpected& u, Recv& r);
   void complete(const WorkPtr& work, std::exception_ptr error);
