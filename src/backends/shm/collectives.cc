@@ -147,8 +147,9 @@ class ReduceToRootOp final : public ChunkedOp {
 };
 
 // all_reduce for large tensors: reduce-scatter then all-gather, per chunk, in two
-// steps. Step 2j: every rank copies chunk j in; each reduces its 1/N slice of the
-// chunk over the N slots straight into its next slot. Step 2j+1: every rank copies
+// steps. Step 2j: every rank copies chunk j in, but for its own slice; each
+// reduces its 1/N slice of the chunk over the N-1 peers' slots and its own input
+// straight into its next slot. Step 2j+1: every rank copies
 // the N reduced slices into its output. Each rank reads 2 chunks and adds 1/N of
 // the chunk (the one-shot form reads N chunks and adds all of it), which is what
 // matters with many ranks or few cores. Slices are reduced in rank order too, so
@@ -171,7 +172,8 @@ class TwoShotAllReduceOp final : public StepOp {
     set_variant(1);
   }
 
-  // Elements of one rank's slice: N slices fill a slot, each 64-byte aligned.
+  // Elements of one rank's slice of a whole chunk: N slices fill a slot, each
+  // 64-byte aligned.
   static size_t slice_elems(const ShmGroup& g, DType dtype) {
     return piece_bytes(g) / element_size(dtype);
   }
@@ -179,17 +181,26 @@ class TwoShotAllReduceOp final : public StepOp {
  protected:
   void produce(size_t step, uint8_t* slot) override {
     if (step % 2 != 0) return;  // the reduced slice is already in place
+    // The peers' slices only: this rank reduces its own slice straight from its
+    // input, and nobody else reads it (a sixth less memory traffic at 2 ranks).
     Range chunk = range_of(step / 2, count_, slice_ * n_);
-    if (chunk.len > 0) std::memcpy(slot, in_ + chunk.begin * esize_, chunk.len * esize_);
+    Range mine = range_of(static_cast<size_t>(group().rank()), chunk.len, slice_in(chunk));
+    const uint8_t* from = in_ + chunk.begin * esize_;
+    if (mine.begin > 0) std::memcpy(slot, from, mine.begin * esize_);
+    const size_t after = mine.begin + mine.len;
+    if (after < chunk.len) {
+      std::memcpy(slot + after * esize_, from + after * esize_, (chunk.len - after) * esize_);
+    }
   }
 
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
     Range chunk = range_of(step / 2, count_, slice_ * n_);
     const size_t me = static_cast<size_t>(group().rank());
     if (step % 2 == 0) {
-      Range mine = range_of(me, chunk.len, slice_);
+      Range mine = range_of(me, chunk.len, slice_in(chunk));
       if (mine.len == 0) return;
       for (size_t p = 0; p < n_; ++p) sources_[p] = slots[p] + mine.begin * esize_;
+      sources_[me] = in_ + (chunk.begin + mine.begin) * esize_;
       reduce_n(my_next_slot() + mine.begin * esize_,
                reinterpret_cast<const void* const*>(sources_.data()), static_cast<int>(n_),
                mine.len, dtype_, op_);
@@ -197,7 +208,7 @@ class TwoShotAllReduceOp final : public StepOp {
     }
     const bool stream = count_ * esize_ >= kStreamingOutputBytes;
     for (size_t p = 0; p < n_; ++p) {
-      Range theirs = range_of(p, chunk.len, slice_);
+      Range theirs = range_of(p, chunk.len, slice_in(chunk));
       if (theirs.len == 0) continue;
       uint8_t* dst = out_ + (chunk.begin + theirs.begin) * esize_;
       const uint8_t* src = slots[p] + theirs.begin * esize_;
@@ -210,6 +221,16 @@ class TwoShotAllReduceOp final : public StepOp {
   }
 
  private:
+  // Elements of one rank's slice of `chunk`: a shorter chunk (the last, or the
+  // only one of a tensor smaller than a slot) is split evenly too, in 64-byte
+  // multiples. Cut in slot-sized slices, a 512 KiB tensor was all rank 0's to
+  // reduce at 2 ranks while rank 1 waited.
+  size_t slice_in(Range chunk) const {
+    const size_t align = std::max<size_t>(1, 64 / esize_);
+    const size_t even = ((chunk.len + n_ - 1) / n_ + align - 1) / align * align;
+    return std::min(slice_, even);
+  }
+
   const uint8_t* in_;
   uint8_t* out_;
   size_t count_;
