@@ -245,9 +245,10 @@ class TwoShotAllReduceOp final : public StepOp {
 // Which all_reduce: one-shot reads N chunks per rank and adds all of them;
 // two-shot reads 2 and adds 1/N, for one extra step per chunk. Measured on the
 // 2-core machines (docs/performance.md): at 2 ranks two-shot wins from 128 KiB
-// (2 MiB: 220 vs 330 us) until the tensor outgrows the caches (16 MiB: even;
-// 32 MiB: one-shot ahead by 10 %, it reads each input from DRAM once); from 3
-// ranks two-shot wins from about 256 KiB at every size.
+// (2 MiB: 220 vs 330 us) at every size since it reads its own slice in place
+// (medians of six alternations: 16 MiB 3.6 -> 3.0 ms, 64 MiB 13.2 -> 12.0 ms;
+// before, one-shot was ahead by 10 % at 32 MiB); from 3 ranks two-shot wins from
+// about 256 KiB at every size.
 // COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces one (it must match on every rank;
 // the variant is in the fingerprint, so a mismatch fails loudly).
 bool use_two_shot(const ShmGroup& g, size_t bytes) {
@@ -257,8 +258,7 @@ bool use_two_shot(const ShmGroup& g, size_t bytes) {
   }();
   if (g.size() <= 1 || forced == "oneshot") return false;
   if (forced == "twoshot") return true;
-  if (g.size() == 2) return bytes >= (128u << 10) && bytes < (16u << 20);
-  return bytes >= (256u << 10);
+  return bytes >= (g.size() == 2 ? (128u << 10) : (256u << 10));
 }
 
 class BroadcastOp final : public ChunkedOp {
