@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/bench_config.h"
+#include "cli/bench_rows.h"
 #include "cli/commands.h"
 
 namespace collie::cli {
@@ -30,16 +31,12 @@ using bench::BenchConfig;
 struct Options {
   BenchConfig config;
   int ranks = 2;
+  int rounds = 1;  // sweeps per side and op; the best of them is reported
   bool compare_mpi = false;
   std::string json, csv, plot;
 };
 
-struct Row {
-  std::string op;
-  size_t bytes = 0;
-  double median_us = 0, min_us = 0, max_us = 0;
-  std::string check;
-};
+using Row = BenchRow;
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
@@ -53,6 +50,8 @@ Options parse(const std::vector<std::string>& args) {
     const std::string& a = rest[i];
     if (a == "-n" || a == "-np")
       o.ranks = std::stoi(value());
+    else if (a == "--rounds")
+      o.rounds = std::stoi(value());
     else if (a == "--compare") {
       if (value() != "mpi") throw std::invalid_argument("--compare supports only 'mpi'");
       o.compare_mpi = true;
@@ -66,6 +65,7 @@ Options parse(const std::vector<std::string>& args) {
       throw std::invalid_argument("unknown option '" + a + "'");
   }
   if (o.ranks < 1) throw std::invalid_argument("-n must be at least 1");
+  if (o.rounds < 1) throw std::invalid_argument("--rounds must be at least 1");
   return o;
 }
 
@@ -166,7 +166,8 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
     std::ofstream f(o.json);
     f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype
       << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"timing\": \""
-      << (o.config.loop ? "loop" : "per_call") << "\", \"results\": [\n";
+      << (o.config.loop ? "loop" : "per_call") << "\", \"rounds\": " << o.rounds
+      << ", \"results\": [\n";
     for (size_t i = 0; i < collie_rows.size(); ++i) {
       const Row& r = collie_rows[i];
       auto it = mpi.find({r.op, r.bytes});
@@ -231,7 +232,7 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
 std::string bench_usage() {
   return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
          "                    [-w WARMUP] [--iters N] [--cold] [--shared] [--loop] [--no-check]\n"
-         "                    [--compare mpi]\n"
+         "                    [--compare mpi] [--rounds N]\n"
          "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
          "\n"
          "Sweeps message sizes from MIN to MAX (bytes; K/M/G suffixes) by FACTOR and prints,\n"
@@ -240,6 +241,10 @@ std::string bench_usage() {
          "reduce_scatter, broadcast, reduce, all_to_all, send_recv, or all.\n"
          "--compare mpi runs the same sweep through OpenMPI's own collectives (mpirun),\n"
          "alternating per op, and prints the speed-up (MPI time / collie time).\n"
+         "--rounds N runs each op's sweep N times on each side (alternating with OpenMPI's)\n"
+         "and reports, per size and side, the round with the lowest median: on a shared\n"
+         "machine whose speed changes from minute to minute, both sides then get a chance\n"
+         "at its quiet moments.\n"
          "--cold rotates inputs through more memory than the caches hold.\n"
          "--shared allocates collie's inputs with empty_shared() (the single-copy path;\n"
          "OpenMPI's side is unchanged).\n"
@@ -259,8 +264,9 @@ int bench_main(const std::vector<std::string>& args) {
   }
   const std::string dir = self_dir();
   const double memcpy_bw = memcpy_gbps();
-  std::printf("# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), %s\n", o.ranks,
-              o.config.dtype.c_str(), memcpy_bw, timing_method(o.config));
+  std::printf("# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), %s%s\n", o.ranks,
+              o.config.dtype.c_str(), memcpy_bw, timing_method(o.config),
+              o.rounds > 1 ? (", best of " + std::to_string(o.rounds) + " rounds").c_str() : "");
   std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
               "algbw", "busbw", "check");
   if (o.compare_mpi) std::printf(" %11s %9s %8s", "mpi_us", "mpi_busbw", "speedup");
@@ -274,17 +280,24 @@ int bench_main(const std::vector<std::string>& args) {
     std::string worker_args;
     for (const std::string& a : bench::config_args(one)) worker_args += " " + quote(a);
     bool worker_failed = false;
-    auto rows = run_worker(quote(dir + "/collie") + " run -n " + std::to_string(o.ranks) + " -- " +
-                               quote(dir + "/collie_bench_worker") + worker_args,
-                           &worker_failed);
-    if (o.compare_mpi) {
-      std::string mpirun =
-          "mpirun --oversubscribe " + std::string(geteuid() == 0 ? "--allow-run-as-root " : "") +
-          "-np " + std::to_string(o.ranks) + " " + quote(dir + "/collie_bench_mpi") + worker_args;
-      bool mpi_failed = false;
-      for (const Row& r : run_worker(mpirun, &mpi_failed)) mpi[{r.op, r.bytes}] = r;
-      if (mpi_failed) std::fprintf(stderr, "collie bench: the MPI run of %s failed\n", op.c_str());
+    std::vector<Row> rows, mpi_rows;
+    for (int round = 0; round < o.rounds; ++round) {
+      for (const Row& r : run_worker(quote(dir + "/collie") + " run -n " + std::to_string(o.ranks) +
+                                         " -- " + quote(dir + "/collie_bench_worker") + worker_args,
+                                     &worker_failed)) {
+        keep_best(rows, r);
+      }
+      if (o.compare_mpi) {
+        std::string mpirun =
+            "mpirun --oversubscribe " + std::string(geteuid() == 0 ? "--allow-run-as-root " : "") +
+            "-np " + std::to_string(o.ranks) + " " + quote(dir + "/collie_bench_mpi") + worker_args;
+        bool mpi_failed = false;
+        for (const Row& r : run_worker(mpirun, &mpi_failed)) keep_best(mpi_rows, r);
+        if (mpi_failed)
+          std::fprintf(stderr, "collie bench: the MPI run of %s failed\n", op.c_str());
+      }
     }
+    for (const Row& r : mpi_rows) mpi[{r.op, r.bytes}] = r;
     failed |= worker_failed;
     for (const Row& r : rows) {
       double algbw = r.median_us > 0 ? r.bytes / (r.median_us * 1e3) : 0;
