@@ -22,6 +22,8 @@
 #include "bench/bench_config.h"
 #include "cli/bench_rows.h"
 #include "cli/commands.h"
+#include "cli/cpu_binding.h"
+#include "cli/machine_probe.h"
 
 namespace collie::cli {
 namespace {
@@ -106,21 +108,6 @@ std::vector<Row> run_worker(const std::string& command, bool* failed) {
   return rows;
 }
 
-double memcpy_gbps() {
-  const size_t bytes = 64u << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 0);
-  std::vector<double> t;
-  for (int i = 0; i < 7; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::memcpy(b.data(), a.data(), bytes);
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    a[static_cast<size_t>(i)] =
-        b[bytes - 1 - static_cast<size_t>(i)];  // keep the copies observable
-  }
-  std::sort(t.begin(), t.end());
-  return static_cast<double>(bytes) / t[t.size() / 2] / 1e9;
-}
-
 // How the times were taken, for the header line.
 const char* timing_method(const BenchConfig& c) {
   return c.loop ? "time: mean of back-to-back calls" : "time: median of calls after a barrier";
@@ -140,7 +127,8 @@ std::string human(size_t bytes) {
 }
 
 void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
-                   const std::map<std::pair<std::string, size_t>, Row>& mpi, double memcpy_bw) {
+                   const std::map<std::pair<std::string, size_t>, Row>& mpi, double memcpy_bw,
+                   double handoff_bw) {
   auto busbw = [&](const Row& r) {
     return r.median_us > 0 ? r.bytes / (r.median_us * 1e3) * bench::busbw_factor(r.op, o.ranks)
                            : 0.0;
@@ -165,9 +153,9 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype
-      << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"timing\": \""
-      << (o.config.loop ? "loop" : "per_call") << "\", \"rounds\": " << o.rounds
-      << ", \"results\": [\n";
+      << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"handoff_gbps\": " << handoff_bw
+      << ", \"timing\": \"" << (o.config.loop ? "loop" : "per_call")
+      << "\", \"rounds\": " << o.rounds << ", \"results\": [\n";
     for (size_t i = 0; i < collie_rows.size(); ++i) {
       const Row& r = collie_rows[i];
       auto it = mpi.find({r.op, r.bytes});
@@ -264,9 +252,14 @@ int bench_main(const std::vector<std::string>& args) {
   }
   const std::string dir = self_dir();
   const double memcpy_bw = memcpy_gbps();
-  std::printf("# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), %s%s\n", o.ranks,
-              o.config.dtype.c_str(), memcpy_bw, timing_method(o.config),
-              o.rounds > 1 ? (", best of " + std::to_string(o.rounds) + " rounds").c_str() : "");
+  const double handoff_bw = handoff_gbps(allowed_cpus());
+  char handoff[48] = "n/a";
+  if (handoff_bw > 0) std::snprintf(handoff, sizeof handoff, "%.2f GB/s", handoff_bw);
+  std::printf(
+      "# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), core-to-core %s "
+      "(256 KiB hand-offs), %s%s\n",
+      o.ranks, o.config.dtype.c_str(), memcpy_bw, handoff, timing_method(o.config),
+      o.rounds > 1 ? (", best of " + std::to_string(o.rounds) + " rounds").c_str() : "");
   std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
               "algbw", "busbw", "check");
   if (o.compare_mpi) std::printf(" %11s %9s %8s", "mpi_us", "mpi_busbw", "speedup");
@@ -320,7 +313,7 @@ int bench_main(const std::vector<std::string>& args) {
       collie_rows.push_back(r);
     }
   }
-  write_outputs(o, collie_rows, mpi, memcpy_bw);
+  write_outputs(o, collie_rows, mpi, memcpy_bw, handoff_bw);
   if (failed) std::fprintf(stderr, "collie bench: a run failed or a result was wrong\n");
   return failed ? 1 : 0;
 }

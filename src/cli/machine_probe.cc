@@ -1,0 +1,117 @@
+#include "cli/machine_probe.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "cli/cpu_binding.h"
+
+namespace collie::cli {
+
+double memcpy_gbps() {
+  const size_t bytes = 64u << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  std::vector<double> t;
+  for (int i = 0; i < 7; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    a[static_cast<size_t>(i)] =
+        b[bytes - 1 - static_cast<size_t>(i)];  // keep the copies observable
+  }
+  std::sort(t.begin(), t.end());
+  return static_cast<double>(bytes) / t[t.size() / 2] / 1e9;
+}
+
+namespace {
+
+constexpr size_t kHandoffBytes = 256u << 10;
+constexpr long kTurns = 2000;
+constexpr int kRounds = 3;
+
+// Shared between the two processes: the turn counter and the buffer handed over.
+struct Handoff {
+  alignas(64) std::atomic<long> turn{0};
+  alignas(64) char buffer[kHandoffBytes];
+};
+
+// Plays side `side` (0 or 1) of `kRounds` x `kTurns` turns: turn k belongs to side
+// k % 2 as writer (it fills the buffer), to the other as reader (it copies the
+// buffer out). False if the other side stopped answering for a second.
+bool play(Handoff& h, int side, std::vector<double>* seconds) {
+  std::vector<char> mine(kHandoffBytes, static_cast<char>(side + 1)), out(kHandoffBytes);
+  const auto patience = std::chrono::seconds(1);
+  for (int round = 0; round < kRounds; ++round) {
+    const long first = round * kTurns;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long k = first; k < first + kTurns; ++k) {
+      const bool writer = k % 2 == side;
+      const long wanted = 2 * k + (writer ? 0 : 1);  // even: k may start; odd: k's data is in
+      auto since = std::chrono::steady_clock::now();
+      for (unsigned spins = 0; h.turn.load(std::memory_order_acquire) != wanted; ++spins) {
+        if (spins % 1024 == 1023) {
+          if (std::chrono::steady_clock::now() - since > patience) return false;
+          sched_yield();  // one CPU per side is the intent, but never starve the other
+        }
+      }
+      if (writer) {
+        std::memcpy(h.buffer, mine.data(), kHandoffBytes);
+      } else {
+        std::memcpy(out.data(), h.buffer, kHandoffBytes);
+      }
+      h.turn.store(wanted + 1, std::memory_order_release);
+    }
+    if (seconds != nullptr) {
+      seconds->push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+double handoff_gbps(const std::vector<int>& cpus) {
+  if (cpus.size() < 2) return 0;
+  void* mem =
+      mmap(nullptr, sizeof(Handoff), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return 0;
+  auto* h = new (mem) Handoff;
+  const cpu_set_t before = [] {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    sched_getaffinity(0, sizeof s, &s);
+    return s;
+  }();
+  const pid_t child = fork();
+  if (child < 0) {
+    munmap(mem, sizeof(Handoff));
+    return 0;
+  }
+  if (child == 0) {
+    bind_to_cpu(cpus[1]);
+    _exit(play(*h, 1, nullptr) ? 0 : 1);
+  }
+  bind_to_cpu(cpus[0]);
+  std::vector<double> seconds;
+  const bool ok = play(*h, 0, &seconds);
+  sched_setaffinity(0, sizeof before, &before);
+  if (!ok) kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  munmap(mem, sizeof(Handoff));
+  if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || seconds.empty()) return 0;
+  std::sort(seconds.begin(), seconds.end());
+  return static_cast<double>(kTurns) * kHandoffBytes / seconds[seconds.size() / 2] / 1e9;
+}
+
+}  // namespace collie::cli
