@@ -199,17 +199,32 @@ class TwoShotAllReduceOp final : public StepOp {
     if (step % 2 == 0) {
       Range mine = range_of(me, chunk.len, slice_in(chunk));
       if (mine.len == 0) return;
-      for (size_t p = 0; p < n_; ++p) sources_[p] = slots[p] + mine.begin * esize_;
-      sources_[me] = in_ + (chunk.begin + mine.begin) * esize_;
-      reduce_n(my_next_slot() + mine.begin * esize_,
-               reinterpret_cast<const void* const*>(sources_.data()), static_cast<int>(n_),
-               mine.len, dtype_, op_);
+      // A block at a time, so that the reduced block is copied into this rank's
+      // own output while it is still in L1 (the next step copies only the
+      // peers' slices out).
+      const bool stream = count_ * esize_ >= kStreamingOutputBytes;
+      const size_t block = kFusedBlockBytes / esize_;
+      for (size_t at = 0; at < mine.len; at += block) {
+        const size_t len = std::min(block, mine.len - at);
+        const size_t off = (mine.begin + at) * esize_;
+        for (size_t p = 0; p < n_; ++p) sources_[p] = slots[p] + off;
+        sources_[me] = in_ + chunk.begin * esize_ + off;
+        uint8_t* reduced = my_next_slot() + off;
+        reduce_n(reduced, reinterpret_cast<const void* const*>(sources_.data()),
+                 static_cast<int>(n_), len, dtype_, op_);
+        uint8_t* dst = out_ + chunk.begin * esize_ + off;
+        if (stream) {
+          stream_copy(dst, reduced, len * esize_);
+        } else {
+          std::memcpy(dst, reduced, len * esize_);
+        }
+      }
       return;
     }
     const bool stream = count_ * esize_ >= kStreamingOutputBytes;
     for (size_t p = 0; p < n_; ++p) {
       Range theirs = range_of(p, chunk.len, slice_in(chunk));
-      if (theirs.len == 0) continue;
+      if (theirs.len == 0 || p == me) continue;
       uint8_t* dst = out_ + (chunk.begin + theirs.begin) * esize_;
       const uint8_t* src = slots[p] + theirs.begin * esize_;
       if (stream) {
@@ -230,6 +245,8 @@ class TwoShotAllReduceOp final : public StepOp {
     const size_t even = ((chunk.len + n_ - 1) / n_ + align - 1) / align * align;
     return std::min(slice_, even);
   }
+
+  static constexpr size_t kFusedBlockBytes = 16u << 10;
 
   const uint8_t* in_;
   uint8_t* out_;
