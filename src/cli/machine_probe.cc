@@ -35,40 +35,48 @@ double memcpy_gbps() {
 namespace {
 
 constexpr size_t kHandoffBytes = 256u << 10;
-constexpr long kTurns = 2000;
+constexpr long kTurns = 1000;
 constexpr int kRounds = 3;
 
-// Shared between the two processes: the turn counter and the buffer handed over.
+// Shared between the two processes: each side's progress count and each side's
+// buffer.
 struct Handoff {
-  alignas(64) std::atomic<long> turn{0};
-  alignas(64) char buffer[kHandoffBytes];
+  struct alignas(64) Counter {
+    std::atomic<long> value{0};
+  };
+  Counter done[2];
+  alignas(64) char buffer[2][kHandoffBytes];
 };
 
-// Plays side `side` (0 or 1) of `kRounds` x `kTurns` turns: turn k belongs to side
-// k % 2 as writer (it fills the buffer), to the other as reader (it copies the
-// buffer out). False if the other side stopped answering for a second.
+// Plays side `side` (0 or 1) of `kRounds` x `kTurns` turns. In every turn both
+// sides write their own buffer, then each copies the other's out: both
+// directions at once, as in a collective step. False if the other side stopped
+// answering for a second.
 bool play(Handoff& h, int side, std::vector<double>* seconds) {
   std::vector<char> mine(kHandoffBytes, static_cast<char>(side + 1)), out(kHandoffBytes);
+  std::atomic<long>& my_count = h.done[side].value;
+  const std::atomic<long>& their_count = h.done[1 - side].value;
   const auto patience = std::chrono::seconds(1);
+  auto await = [&](long count) {
+    const auto since = std::chrono::steady_clock::now();
+    for (unsigned spins = 0; their_count.load(std::memory_order_acquire) < count; ++spins) {
+      if (spins % 1024 == 1023) {
+        if (std::chrono::steady_clock::now() - since > patience) return false;
+        sched_yield();  // one CPU per side is the intent, but never starve the other
+      }
+    }
+    return true;
+  };
+  long count = 0;
   for (int round = 0; round < kRounds; ++round) {
-    const long first = round * kTurns;
     const auto t0 = std::chrono::steady_clock::now();
-    for (long k = first; k < first + kTurns; ++k) {
-      const bool writer = k % 2 == side;
-      const long wanted = 2 * k + (writer ? 0 : 1);  // even: k may start; odd: k's data is in
-      auto since = std::chrono::steady_clock::now();
-      for (unsigned spins = 0; h.turn.load(std::memory_order_acquire) != wanted; ++spins) {
-        if (spins % 1024 == 1023) {
-          if (std::chrono::steady_clock::now() - since > patience) return false;
-          sched_yield();  // one CPU per side is the intent, but never starve the other
-        }
-      }
-      if (writer) {
-        std::memcpy(h.buffer, mine.data(), kHandoffBytes);
-      } else {
-        std::memcpy(out.data(), h.buffer, kHandoffBytes);
-      }
-      h.turn.store(wanted + 1, std::memory_order_release);
+    for (long k = 0; k < kTurns; ++k) {
+      std::memcpy(h.buffer[side], mine.data(), kHandoffBytes);
+      my_count.store(++count, std::memory_order_release);
+      if (!await(count)) return false;
+      std::memcpy(out.data(), h.buffer[1 - side], kHandoffBytes);
+      my_count.store(++count, std::memory_order_release);
+      if (!await(count)) return false;
     }
     if (seconds != nullptr) {
       seconds->push_back(

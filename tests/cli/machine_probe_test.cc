@@ -24,7 +24,7 @@ TEST(MachineProbe, HandoffBetweenTwoCpusIsMeasuredAndAffinityRestored) {
   const std::vector<int> cpus = allowed_cpus();
   const double gbps = handoff_gbps(cpus);
   if (cpus.size() >= 2) {
-    EXPECT_GT(gbps, 0.01) << "2,000 hand-offs of 256 KiB between two CPUs did not complete";
+    EXPECT_GT(gbps, 0.01) << "1,000 turns of 256 KiB hand-offs between two CPUs did not complete";
   } else {
     EXPECT_EQ(gbps, 0.0) << "one CPU: nothing to hand over to";
   }
