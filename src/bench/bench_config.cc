@@ -55,6 +55,8 @@ BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::
       c.iters = std::stoi(value(i));
     } else if (a == "--cold") {
       c.cold = true;
+    } else if (a == "--dirty") {
+      c.dirty = true;
     } else if (a == "--shared") {
       c.shared = true;
     } else if (a == "--no-check") {
@@ -69,6 +71,10 @@ BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::
   }
   if (c.ops.empty()) c.ops = {"all_reduce"};
   if (c.min_bytes > c.max_bytes) throw std::invalid_argument("-b must not exceed -e");
+  if (c.dirty && c.loop) {
+    throw std::invalid_argument(
+        "--dirty rewrites the inputs between calls, untimed; --loop times calls back to back");
+  }
   return c;
 }
 
@@ -86,6 +92,7 @@ std::vector<std::string> config_args(const BenchConfig& c) {
                      factor, "--dtype", c.dtype, "-w", std::to_string(c.warmup),
                      "--iters", std::to_string(c.iters)});
   if (c.cold) a.push_back("--cold");
+  if (c.dirty) a.push_back("--dirty");
   if (c.shared) a.push_back("--shared");
   if (!c.check) a.push_back("--no-check");
   if (c.loop) a.push_back("--loop");

@@ -20,6 +20,10 @@ struct BenchConfig {
   int warmup = 3;
   int iters = 0;      // 0: chosen per size (more for small sizes)
   bool cold = false;  // rotate inputs through > 256 MiB (cache-cold)
+  // Each rank rewrites its input (same values) before every call, untimed: the
+  // input is then in its writer's cache, dirty, as a tensor a training step has
+  // just produced, instead of clean data any core may read at full speed.
+  bool dirty = false;
   bool shared = false;  // collie's inputs from empty_shared() (single-copy path)
   bool check = true;  // verify every result against the closed form
   // Time `iters` calls back to back after one barrier and report the mean per

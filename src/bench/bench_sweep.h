@@ -2,11 +2,11 @@
 //
 // A worker supplies a Comm with: rank(), size(), barrier(), all_gather_double(v),
 // and prepare(op, bytes, copies) / run(op, copy) / check(op) for the operation
-// under test. For each op and size the loop warms up, then times `iters` calls
-// (a barrier before each, so every call starts together) and takes each rank's
-// median; with config.loop it times the `iters` calls back to back after one
-// barrier and takes each rank's mean (nccl-tests' method). Rank 0 gathers the
-// ranks' times and prints one line:
+// under test, and rewrite(copy), which writes input `copy` again with the same
+// values (config.dirty: before every timed call, untimed). For each op and size the loop warms up,
+// then times `iters` calls (a barrier before each, so every call starts together) and takes each
+// rank's median; with config.loop it times the `iters` calls back to back after one barrier and
+// takes each rank's mean (nccl-tests' method). Rank 0 gathers the ranks' times and prints one line:
 //   RESULT <op> <bytes> <median_us> <min_us> <max_us> <ok|FAIL|n/a>
 // median/min/max are over ranks of the per-rank times.
 #pragma once
@@ -23,10 +23,11 @@ namespace collie::bench {
 
 // Each call after its own barrier: the median of the calls' times (µs).
 template <typename Comm>
-double time_each_call(Comm& comm, const std::string& op, int iters, int copies) {
+double time_each_call(Comm& comm, const std::string& op, int iters, int copies, bool dirty) {
   std::vector<double> times;
   times.reserve(static_cast<size_t>(iters));
   for (int i = 0; i < iters; ++i) {
+    if (dirty) comm.rewrite(i % copies);
     comm.barrier();
     auto t0 = std::chrono::steady_clock::now();
     comm.run(op, i % copies);
@@ -64,7 +65,7 @@ int run_sweep(Comm& comm, const BenchConfig& config) {
       for (int i = 0; i < config.warmup; ++i) comm.run(op, i % copies);
       const int iters = iterations_for(config, bytes);
       const double per_call = config.loop ? time_back_to_back(comm, op, iters, copies)
-                                          : time_each_call(comm, op, iters, copies);
+                                          : time_each_call(comm, op, iters, copies, config.dirty);
       const bool ok = !config.check || comm.check(op);  // the last call's result
       std::vector<double> medians = comm.all_gather_double(per_call);
       std::vector<double> oks = comm.all_gather_double(ok ? 1.0 : 0.0);

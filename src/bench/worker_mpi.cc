@@ -65,8 +65,14 @@ class MpiComm {
     size_t in_count = op == "all_gather" ? count_ / n_ : count_;
     inputs_.assign(static_cast<size_t>(copies), std::vector<unsigned char>(in_count * type_.size));
     for (auto& buf : inputs_) fill(buf.data(), in_count, rank_ + 1);
+    pristine_ = inputs_[0];
     out_.assign(count_ * type_.size, 0);
     return true;
+  }
+
+  void rewrite(int copy) {
+    auto& input = inputs_[static_cast<size_t>(copy)];
+    std::memcpy(input.data(), pristine_.data(), input.size());
   }
 
   void run(const std::string& op, int copy) {
@@ -148,6 +154,7 @@ class MpiComm {
   int rank_ = 0, n_ = 1;
   size_t count_ = 0;
   std::vector<std::vector<unsigned char>> inputs_;
+  std::vector<unsigned char> pristine_;  // what every input holds (rewrite)
   std::vector<unsigned char> out_;
 };
 

@@ -219,7 +219,8 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
 
 std::string bench_usage() {
   return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
-         "                    [-w WARMUP] [--iters N] [--cold] [--shared] [--loop] [--no-check]\n"
+         "                    [-w WARMUP] [--iters N] [--cold] [--dirty] [--shared] [--loop]\n"
+         "                    [--no-check]\n"
          "                    [--compare mpi] [--rounds N]\n"
          "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
          "\n"
@@ -234,6 +235,9 @@ std::string bench_usage() {
          "machine whose speed changes from minute to minute, both sides then get a chance\n"
          "at its quiet moments.\n"
          "--cold rotates inputs through more memory than the caches hold.\n"
+         "--dirty has each rank write its input again before every call (untimed), as a\n"
+         "training step just produced it: then it is in its writer's cache, not clean\n"
+         "data any core reads at full speed (not with --loop).\n"
          "--shared allocates collie's inputs with empty_shared() (the single-copy path;\n"
          "OpenMPI's side is unchanged).\n"
          "--loop times the calls back to back after one barrier and reports each rank's\n"
