@@ -278,21 +278,59 @@ bool use_two_shot(const ShmGroup& g, size_t bytes) {
   return bytes >= (g.size() == 2 ? (128u << 10) : (256u << 10));
 }
 
+// The root copies each chunk into its slot and, in the same pass, into its own
+// output (a block at a time, read once while in L1); the others copy it out of
+// the root's slot. Outputs of kStreamingOutputBytes or more take streaming stores.
 class BroadcastOp final : public ChunkedOp {
  public:
   BroadcastOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
               int root)
-      : ChunkedOp(c, in, out, count, dtype, c.group->rank() == root), root_(root) {}
+      : ChunkedOp(c, in, out, count, dtype, c.group->rank() == root),
+        root_(root),
+        stream_(count * element_size(dtype) >= kStreamingOutputBytes) {}
 
  protected:
+  void produce(size_t step, uint8_t* slot) override {
+    if (!contributes_) return;
+    Range r = range_of(step, count_, per_step_);
+    const uint8_t* from = in_ + r.begin * esize_;
+    uint8_t* out = out_ + r.begin * esize_;
+    const size_t bytes = r.len * esize_;
+    if (!stream_) {
+      for (size_t at = 0; at < bytes; at += kBlockBytes) {
+        const size_t n = std::min(kBlockBytes, bytes - at);
+        std::memcpy(slot + at, from + at, n);
+        std::memcpy(out + at, from + at, n);
+      }
+      return;
+    }
+    for (size_t at = 0; at < bytes; at += kBlockBytes) {
+      const size_t n = std::min(kBlockBytes, bytes - at);
+      std::memcpy(slot + at, from + at, n);
+      stream_copy(out + at, from + at, n);
+    }
+  }
+
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    if (contributes_) return;  // the root wrote its output in produce()
     Range r = range_of(step, count_, per_step_);
     if (r.len > 0)
-      std::memcpy(out_ + r.begin * esize_, slots[static_cast<size_t>(root_)], r.len * esize_);
+      copy_out(out_ + r.begin * esize_, slots[static_cast<size_t>(root_)], r.len * esize_);
   }
 
  private:
+  static constexpr size_t kBlockBytes = 16u << 10;
+
+  void copy_out(uint8_t* dst, const uint8_t* src, size_t bytes) const {
+    if (stream_) {
+      stream_copy(dst, src, bytes);
+    } else {
+      std::memcpy(dst, src, bytes);
+    }
+  }
+
   int root_;
+  bool stream_;
 };
 
 class AllGatherOp final : public ChunkedOp {
