@@ -44,6 +44,29 @@ Range range_of(size_t step, size_t count, size_t per_step) {
   return {begin, std::min(per_step, count - begin)};
 }
 
+// A rank's own contribution goes to its slot for its peers and to its own
+// output (broadcast's root, all_gather). For calls of more than this many bytes
+// per rank both are written in one pass over the input (copy_to_slot_and_output);
+// smaller ones copy it out of the slot with the peers' (fewer instructions).
+constexpr size_t kFusedCopyBytes = 16u << 10;
+
+// Copies `bytes` from `from` into both `slot` and `out`, kFusedCopyBytes at a
+// time, so that each block is read once and written twice while it is in L1.
+// Streaming stores for `out` when it is large (kStreamingOutputBytes).
+void copy_to_slot_and_output(uint8_t* slot, uint8_t* out, const uint8_t* from, size_t bytes,
+                             bool stream_out) {
+  constexpr size_t kBlockBytes = kFusedCopyBytes;
+  for (size_t at = 0; at < bytes; at += kBlockBytes) {
+    const size_t n = std::min(kBlockBytes, bytes - at);
+    std::memcpy(slot + at, from + at, n);
+    if (stream_out) {
+      stream_copy(out + at, from + at, n);
+    } else {
+      std::memcpy(out + at, from + at, n);
+    }
+  }
+}
+
 // Every rank contributes the same-sized chunk per step (all_reduce, reduce,
 // broadcast, all_gather, gather); subclasses say what to do with the N chunks.
 class ChunkedOp : public StepOp {
@@ -279,77 +302,91 @@ bool use_two_shot(const ShmGroup& g, size_t bytes) {
 }
 
 // The root copies each chunk into its slot and, in the same pass, into its own
-// output (a block at a time, read once while in L1); the others copy it out of
-// the root's slot. Outputs of kStreamingOutputBytes or more take streaming stores.
+// output; the others copy it out of the root's slot. Outputs of
+// kStreamingOutputBytes or more take streaming stores.
 class BroadcastOp final : public ChunkedOp {
  public:
   BroadcastOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
               int root)
       : ChunkedOp(c, in, out, count, dtype, c.group->rank() == root),
         root_(root),
-        stream_(count * element_size(dtype) >= kStreamingOutputBytes) {}
+        fused_(count * esize_ > kFusedCopyBytes),
+        stream_(fused_ && count * esize_ >= kStreamingOutputBytes) {}
 
  protected:
   void produce(size_t step, uint8_t* slot) override {
+    if (!fused_) return ChunkedOp::produce(step, slot);
     if (!contributes_) return;
     Range r = range_of(step, count_, per_step_);
-    const uint8_t* from = in_ + r.begin * esize_;
-    uint8_t* out = out_ + r.begin * esize_;
-    const size_t bytes = r.len * esize_;
-    if (!stream_) {
-      for (size_t at = 0; at < bytes; at += kBlockBytes) {
-        const size_t n = std::min(kBlockBytes, bytes - at);
-        std::memcpy(slot + at, from + at, n);
-        std::memcpy(out + at, from + at, n);
-      }
-      return;
-    }
-    for (size_t at = 0; at < bytes; at += kBlockBytes) {
-      const size_t n = std::min(kBlockBytes, bytes - at);
-      std::memcpy(slot + at, from + at, n);
-      stream_copy(out + at, from + at, n);
-    }
+    copy_to_slot_and_output(slot, out_ + r.begin * esize_, in_ + r.begin * esize_, r.len * esize_,
+                            stream_);
   }
 
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
-    if (contributes_) return;  // the root wrote its output in produce()
+    if (fused_ && contributes_) return;  // the root wrote its output in produce()
     Range r = range_of(step, count_, per_step_);
-    if (r.len > 0)
-      copy_out(out_ + r.begin * esize_, slots[static_cast<size_t>(root_)], r.len * esize_);
-  }
-
- private:
-  static constexpr size_t kBlockBytes = 16u << 10;
-
-  void copy_out(uint8_t* dst, const uint8_t* src, size_t bytes) const {
+    if (r.len == 0) return;
+    uint8_t* dst = out_ + r.begin * esize_;
     if (stream_) {
-      stream_copy(dst, src, bytes);
+      stream_copy(dst, slots[static_cast<size_t>(root_)], r.len * esize_);
     } else {
-      std::memcpy(dst, src, bytes);
+      std::memcpy(dst, slots[static_cast<size_t>(root_)], r.len * esize_);
     }
   }
 
+ private:
   int root_;
+  bool fused_;
   bool stream_;
 };
 
+// all_gather, and gather (only the root has an output). A rank with an output
+// writes its own chunk there in the same pass as into its slot, and copies only
+// the peers' chunks out of their slots.
 class AllGatherOp final : public ChunkedOp {
  public:
   AllGatherOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
               bool has_output)
-      : ChunkedOp(c, in, out, count, dtype, true), has_output_(has_output) {}
+      : ChunkedOp(c, in, out, count, dtype, true),
+        has_output_(has_output),
+        fused_(has_output && count * esize_ > kFusedCopyBytes),
+        stream_(fused_ &&
+                count * esize_ * static_cast<size_t>(c.group->size()) >= kStreamingOutputBytes) {}
 
  protected:
+  void produce(size_t step, uint8_t* slot) override {
+    if (!fused_) return ChunkedOp::produce(step, slot);
+    Range r = range_of(step, count_, per_step_);
+    const size_t me = static_cast<size_t>(group().rank());
+    copy_to_slot_and_output(slot, out_ + (me * count_ + r.begin) * esize_, in_ + r.begin * esize_,
+                            r.len * esize_, stream_);
+  }
+
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
     Range r = range_of(step, count_, per_step_);
     if (!has_output_ || r.len == 0) return;
+    if (!fused_) {  // small: every chunk, this rank's too, from the slots
+      for (size_t p = 0; p < slots.size(); ++p) {
+        std::memcpy(out_ + (p * count_ + r.begin) * esize_, slots[p], r.len * esize_);
+      }
+      return;
+    }
+    const size_t me = static_cast<size_t>(group().rank());
     for (size_t p = 0; p < slots.size(); ++p) {
-      std::memcpy(out_ + (p * count_ + r.begin) * esize_, slots[p], r.len * esize_);
+      if (p == me) continue;  // written in produce()
+      uint8_t* dst = out_ + (p * count_ + r.begin) * esize_;
+      if (stream_) {
+        stream_copy(dst, slots[p], r.len * esize_);
+      } else {
+        std::memcpy(dst, slots[p], r.len * esize_);
+      }
     }
   }
 
  private:
   bool has_output_;
+  bool fused_;
+  bool stream_;
 };
 
 // Each rank sends a different piece to every destination (reduce_scatter, scatter).
