@@ -104,6 +104,11 @@ std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
     size_t next = 0;      // where the next new layout goes
     size_t last_hit = 0;  // tried first: a loop asks for the same shape again and again
   };
+  // 0-d tensors (scalars, batch_isend_irecv's placeholders) share one layout.
+  if (shape.empty()) {
+    static const std::shared_ptr<const TensorLayout> scalar = make_layout({}, {});
+    return scalar;
+  }
   thread_local Cache cache;
   // Comparing shapes costs a memcmp each, so the entry that matched last goes first.
   if (const auto& entry = cache.entries[cache.last_hit]; entry && entry->shape == shape) {
