@@ -172,11 +172,11 @@ class ReduceToRootOp final : public ChunkedOp {
 // all_reduce for large tensors: reduce-scatter then all-gather, per chunk, in two
 // steps. Step 2j: every rank copies chunk j in, but for its own slice; each
 // reduces its 1/N slice of the chunk over the N-1 peers' slots and its own input
-// straight into its next slot. Step 2j+1: every rank copies
-// the N reduced slices into its output. Each rank reads 2 chunks and adds 1/N of
-// the chunk (the one-shot form reads N chunks and adds all of it), which is what
-// matters with many ranks or few cores. Slices are reduced in rank order too, so
-// results stay bitwise identical on every rank.
+// into its next slot, copying each reduced block into its output at once. Step
+// 2j+1: every rank copies the peers' reduced slices into its output. Each rank
+// reads 2 chunks and adds 1/N of the chunk (the one-shot form reads N chunks and
+// adds all of it), which is what matters with many ranks or few cores. Slices
+// are reduced in rank order too, so results stay bitwise identical on every rank.
 class TwoShotAllReduceOp final : public StepOp {
  public:
   TwoShotAllReduceOp(const CollectiveCall& c, const void* in, void* out, size_t count,
