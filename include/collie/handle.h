@@ -27,8 +27,9 @@ class CommHandle {
 
   // Blocks until the operation has completed; rethrows its error, every time it is called.
   void wait() const;
-  // Like wait(), but gives up after `seconds` and returns false if not yet complete
-  // (the operation keeps running and still has its own deadline).
+  // Like wait() (the calling thread progresses the operation itself), but gives up
+  // after `seconds` and returns false if not yet complete (the operation keeps
+  // running and still has its own deadline).
   bool wait_for(double seconds) const;
   // True once the operation has finished, successfully or not. Never blocks.
   bool is_completed() const;

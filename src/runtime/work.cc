@@ -72,6 +72,12 @@ void Work::wait() {
 }
 
 bool Work::wait_until(std::chrono::steady_clock::time_point deadline) {
+  // Driven like wait(): handing the work to the progress thread and being woken
+  // by it costs two context switches per call (a Python call waits in 50 ms
+  // slices of this, so that Ctrl-C can interrupt it).
+  if (!is_completed()) {
+    if (auto driver = driver_.lock()) driver->drive(*this, &deadline);
+  }
   if (!is_completed() && !sleep_until_done(&deadline)) return false;
   if (error_) std::rethrow_exception(error_);
   return true;

@@ -23,13 +23,15 @@ namespace collie {
 class Work;
 
 // A backend whose operations can be progressed by the thread that waits for
-// them (instead of handing off to a progress thread and back). Work::wait()
-// calls drive() when the backend set one.
+// them (instead of handing off to a progress thread and back). Work::wait() and
+// Work::wait_until() call drive() when the backend set one.
 class ProgressDriver {
  public:
   virtual ~ProgressDriver() = default;
-  // Returns once `work` has completed (successfully or not).
-  virtual void drive(const Work& work) = 0;
+  // Returns once `work` has completed (successfully or not), or at `deadline`
+  // when one is given, whichever comes first.
+  virtual void drive(const Work& work,
+                     const std::chrono::steady_clock::time_point* deadline = nullptr) = 0;
 };
 
 class Work {

@@ -42,11 +42,13 @@ class ShmEngine final : public ProgressDriver {
   void submit_send(SendRequest request);
   void submit_recv(RecvRequest request);
 
-  // Progresses everything from the calling thread until `work` completes: the
-  // waiting thread does the work itself (no hand-off to the progress thread and
-  // back), spinning briefly when every rank has a core, then sleeping on the
-  // doorbell. The progress thread stands aside while any thread drives.
-  void drive(const Work& work) override;
+  // Progresses everything from the calling thread until `work` completes (or
+  // `deadline` passes): the waiting thread does the work itself (no hand-off to
+  // the progress thread and back), spinning briefly when every rank has a core,
+  // then sleeping on the doorbell. The progress thread stands aside while any
+  // thread drives.
+  void drive(const Work& work,
+             const std::chrono::steady_clock::time_point* deadline = nullptr) override;
 
   // Blocks until `group` (nullptr: everything, p2p included) has no queued operations.
   void drain(ShmGroup* group);

@@ -1,6 +1,7 @@
 // Concurrency: two disjoint groups running at the same time, sub-group operations in
 // flight while world operations run, many kinds of async operations queued on one group
 // (they complete in issue order), and sync ops issued while async ones are pending.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <new>
@@ -158,6 +159,57 @@ TEST(Concurrency, P2PInFlightDuringCollectives) {
                    "irecv #" + std::to_string(k));
     }
   }, small_chunks());
+}
+
+// After a blocking call (the caller drove the engine and its progress thread
+// stood aside), asynchronous transfers waited for with wait_for complete at once:
+// the waiter drives them. They used to wait for the progress thread, which
+// nobody woke: 20 ms per exchange. A lost wake-up, not a speed judgement: the
+// bound is about a thousand times an exchange's normal time, so only every
+// other exchange sleeping fails it.
+TEST(Concurrency, WaitForAfterBlockingCallIsNotLeftToASleepingThread) {
+  run_ranks(2, [](int rank) {
+    const int peer = 1 - rank;
+    std::vector<double> ms;
+    for (int k = 0; k < 20; ++k) {
+      barrier();
+      const auto start = std::chrono::steady_clock::now();
+      CommHandle s = isend(Tensor::full({2}, rank * 10 + k, DType::Int32), peer);
+      auto [got, r] = irecv(Tensor::zeros({2}, DType::Int32), peer);
+      RCHECK(r.wait_for(60) && s.wait_for(60)) << "exchange #" << k << " did not complete in 60 s";
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+      check_tensor(
+          got, DType::Int32, {2}, [&](int64_t) { return peer * 10.0 + k; },
+          "irecv #" + std::to_string(k));
+    }
+    std::sort(ms.begin(), ms.end());
+    RCHECK(ms[ms.size() / 2] < 15) << "median exchange after a barrier took " << ms[ms.size() / 2]
+                                   << " ms: the waiter is not driving its transfers";
+  });
+}
+
+// Asynchronous work posted after a blocking call and never waited for still
+// completes: the progress thread picks it up by itself.
+TEST(Concurrency, AsyncSendAfterBlockingCallCompletesInTheBackground) {
+  run_ranks(2, [](int rank) {
+    barrier();
+    if (rank == 0) {
+      CommHandle s = isend(Tensor::full({64 << 10}, 7.0, DType::Float32), 1);  // 256 KiB
+      const auto start = std::chrono::steady_clock::now();
+      while (!s.is_completed() &&
+             std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // not waiting: not driving
+      }
+      RCHECK(s.is_completed()) << "isend not completed in the background within 60 s";
+    } else {
+      Tensor got = recv(Tensor::zeros({64 << 10}, DType::Float32), 0);
+      check_tensor(
+          got, DType::Float32, {64 << 10}, [](int64_t) { return 7.0; }, "recv");
+    }
+    barrier();
+  });
 }
 
 }  // namespace
