@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <new>
+#include <sstream>
 #include <vector>
 
 #include "cli/cpu_binding.h"
@@ -120,6 +122,54 @@ double handoff_gbps(const std::vector<int>& cpus) {
   if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || seconds.empty()) return 0;
   std::sort(seconds.begin(), seconds.end());
   return static_cast<double>(kTurns) * kHandoffBytes / seconds[seconds.size() / 2] / 1e9;
+}
+
+std::string cpu_model_name(std::string_view cpuinfo) {
+  size_t at = 0;
+  while (at < cpuinfo.size()) {
+    size_t end = cpuinfo.find('\n', at);
+    if (end == std::string_view::npos) end = cpuinfo.size();
+    std::string_view line = cpuinfo.substr(at, end - at);
+    at = end + 1;
+    if (line.rfind("model name", 0) != 0) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+    return std::string(value);
+  }
+  return "";
+}
+
+namespace {
+
+std::string read_first_line(const char* path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+}  // namespace
+
+std::string cpu_summary() {
+  std::ifstream f("/proc/cpuinfo");
+  std::stringstream text;
+  text << f.rdbuf();
+  std::string summary = cpu_model_name(text.str());
+  // sysfs numbers the caches per CPU: index2 is L2 and index3 L3 on x86 and most
+  // others; the level file says which, so nothing is assumed.
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    const std::string level = read_first_line((dir + "/level").c_str());
+    if (level != "2" && level != "3") continue;
+    const std::string size = read_first_line((dir + "/size").c_str());
+    if (size.empty()) continue;
+    summary += (summary.empty() ? "" : ", ") + std::string("L") + level + " " + size;
+  }
+  return summary.empty() ? "unknown CPU" : summary;
 }
 
 }  // namespace collie::cli

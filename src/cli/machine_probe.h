@@ -11,10 +11,17 @@
 // (collie's slots, OpenMPI's copy-in/copy-out) slows down with it. Compare runs
 // only at similar hand-off rates.
 //
+// The CPU's model and cache sizes go with them: the same code has different
+// strengths on different machines (a CPU whose cores read each other's clean
+// data fast favours single-copy reads over staging).
+//
 //   double copy = memcpy_gbps();          // e.g. 11.4
 //   double handoff = handoff_gbps(cpus);  // e.g. 20.3; 0 when it cannot be measured
+//   std::string cpu = cpu_summary();      // e.g. "AMD EPYC 7B13, L2 512K, L3 32768K"
 #pragma once
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace collie::cli {
@@ -28,5 +35,12 @@ double memcpy_gbps();
 // be measured (fewer than two CPUs, fork failed, or the child did not answer
 // within a second: it never waits longer).
 double handoff_gbps(const std::vector<int>& cpus);
+
+// The first "model name" of /proc/cpuinfo text, or "" if it has none.
+std::string cpu_model_name(std::string_view cpuinfo);
+
+// "<model name>, L2 <size>, L3 <size>" for CPU 0 (/proc/cpuinfo and sysfs; the
+// parts it cannot read are left out, "unknown CPU" if all are).
+std::string cpu_summary();
 
 }  // namespace collie::cli

@@ -31,5 +31,20 @@ TEST(MachineProbe, HandoffBetweenTwoCpusIsMeasuredAndAffinityRestored) {
   EXPECT_EQ(allowed_cpus(), cpus) << "the probe pins itself while measuring, then must unpin";
 }
 
+TEST(MachineProbe, CpuModelNameIsTheFirstModelNameLine) {
+  EXPECT_EQ(cpu_model_name("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) "
+                           "Xeon(R) Processor  \nmodel name\t: second\n"),
+            "Intel(R) Xeon(R) Processor");
+  EXPECT_EQ(cpu_model_name("model name:AMD EPYC 7B13"), "AMD EPYC 7B13");  // no newline at the end
+  EXPECT_EQ(cpu_model_name("processor : 0\nmodel\t: 1\n"), "");  // "model" alone is not it
+  EXPECT_EQ(cpu_model_name(""), "");
+}
+
+TEST(MachineProbe, CpuSummaryIsNeverEmpty) {
+  const std::string summary = cpu_summary();
+  EXPECT_FALSE(summary.empty());
+  EXPECT_EQ(summary.find('\n'), std::string::npos) << summary;
+}
+
 }  // namespace
 }  // namespace collie::cli
