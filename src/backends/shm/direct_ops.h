@@ -41,9 +41,13 @@ inline constexpr size_t kDirectMinBytes = 16u << 10;
 // broadcast, gather, scatter), where the group agreed CMA works: one copy through
 // the kernel instead of two through the slots (2 ranks, 2 MiB all_gather: 88 ->
 // 53 us). Below, the slots' lower latency wins; above, their streaming stores do
-// (the kernel's copy reads every destination line first).
+// (the kernel's copy reads every destination line first), from kCmaMaxBytes, or
+// from kCmaMaxBytesSingleCopy where the group prefers single copies (copy_path.h;
+// Intel Xeon, 2 ranks, broadcast of 16 MiB: 2.2 ms staged, 1.5 ms with CMA, but
+// 64 MiB 8.9 against 11.4 ms).
 inline constexpr size_t kCmaMinBytes = 64u << 10;
 inline constexpr size_t kCmaMaxBytes = 8u << 20;
+inline constexpr size_t kCmaMaxBytesSingleCopy = 32u << 20;
 
 // This rank's input and output: in the arena (refs locate them; out_ref.present
 // == 0 where the rank has no output, e.g. a non-root of reduce), or, with `cma`,

@@ -29,18 +29,26 @@ void ring_read(const uint8_t* ring, uint64_t size, uint64_t pos, void* dst, uint
   }
 }
 
-// Pull messages that do not fit the ring? COLLIE_P2P_PULL=always|never|auto;
-// auto: when there are more ranks than CPUs (see p2p.h).
-bool pull_policy(bool oversubscribed) {
+// Which messages are pulled (p2p.h): COLLIE_P2P_PULL=always|never|auto; auto:
+// those that do not fit the ring when there are more ranks than CPUs, and those
+// of kPullFromBytes or more too where the world prefers single copies.
+struct PullRule {
+  bool beyond_ring;     // messages that do not fit the ring
+  uint64_t from_bytes;  // messages of at least this many bytes
+};
+
+PullRule pull_rule(const ShmGroup& world) {
+  constexpr uint64_t kNone = ~uint64_t{0};
   const char* v = std::getenv("COLLIE_P2P_PULL");
   const std::string policy = v != nullptr ? v : "auto";
-  if (policy == "always") return true;
-  if (policy == "never") return false;
+  if (policy == "always") return {true, P2PMatcher::kPullFromBytes};
+  if (policy == "never") return {false, kNone};
   if (policy != "auto" && !policy.empty()) {
     throw ValueError("environment variable COLLIE_P2P_PULL='" + policy +
                      "' is not auto, always or never");
   }
-  return oversubscribed;
+  if (world.prefers_single_copy()) return {true, P2PMatcher::kPullFromBytes};
+  return {world.config().oversubscribed, kNone};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t,
@@ -65,7 +73,8 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
       posted_(static_cast<size_t>(world.size())),
       unexpected_(static_cast<size_t>(world.size())),
       incoming_(static_cast<size_t>(world.size())),
-      pull_large_(pull_policy(world.config().oversubscribed)) {}
+      pull_beyond_ring_(pull_rule(world).beyond_ring),
+      pull_from_bytes_(pull_rule(world).from_bytes) {}
 
 void P2PMatcher::complete(const WorkPtr& work, std::exception_ptr error) {
   const bool blocking = work->info().blocking;
@@ -100,10 +109,15 @@ void P2PMatcher::add_send(SendRequest request) {
                                std::to_string(dst) + " broke in an earlier failed send")));
     return;
   }
-  const bool pulled = pull_large_ && world_.cma() && dst != world_.rank() &&
-                      request.nbytes + sizeof(MessageHeader) > world_.ring_bytes();
+  const bool pulled =
+      world_.cma() && dst != world_.rank() &&
+      (request.nbytes >= pull_from_bytes_ ||
+       (pull_beyond_ring_ && request.nbytes + sizeof(MessageHeader) > world_.ring_bytes()));
   sends_[static_cast<size_t>(dst)].push_back(
       Send{std::move(request), false, 0, coarse_now(), pulled, 0});
+  // Messages from `dst` left for a receive to come are read now: this send may
+  // block until `dst` reads it, and `dst` may be blocked sending them (p2p.h).
+  if (dst != world_.rank()) buffer_deferred_from(dst);
 }
 
 void P2PMatcher::add_recv(RecvRequest request) {

@@ -26,12 +26,17 @@
 // then counts the message as read (RingControl::pulls_done) and the send
 // completes. Streaming such a message through the ring needs sender and receiver
 // scheduled at the same time, over and over, which an oversubscribed machine
-// rarely grants (4 ranks on 2 cores, 1 MiB: 1.2 ms streamed, 0.2 ms pulled); with
-// a CPU per rank the stream wins (both ranks copy at once; 2 ranks, 4 MiB: 0.30
-// ms streamed, 0.50 ms pulled), so it stays. A send that fails (timeout) after
-// publishing its header is marked cancelled (pulls_cancelled), so a receiver
-// arriving late refuses to read memory the sender no longer guarantees.
-// COLLIE_P2P_PULL=always|never overrides the choice (auto: pull when oversubscribed).
+// rarely grants (4 ranks on 2 cores, 1 MiB: 1.2 ms streamed, 0.2 ms pulled). With
+// a CPU per rank it depends on the machine (copy_path.h): where the world prefers
+// single copies, messages of kPullFromBytes or more are pulled too (Intel Xeon,
+// 2 ranks exchanging 512 KiB: 56 us streamed, 18 us pulled; data written just
+// before the call, 55 against 45 us); elsewhere the stream wins (both ranks copy
+// at once; AMD EPYC, 2 ranks, 4 MiB: 0.30 ms streamed, 0.50 ms pulled), so it
+// stays. A send that fails (timeout) after publishing its header is marked
+// cancelled (pulls_cancelled), so a receiver arriving late refuses to read memory
+// the sender no longer guarantees. COLLIE_P2P_PULL=always|never overrides the
+// choice (always: the messages beyond the ring and those of kPullFromBytes or
+// more; auto: as above).
 //
 // A pulled message that arrives before its receive is posted is *deferred*: left
 // in the sender's memory for up to kPullGrace. Its receive, typically posted a
@@ -40,8 +45,15 @@
 // two (4 ranks on 2 cores: about a third of the messages of a ring exchange
 // arrived early). After the grace, or when the engine stops, it is read into an
 // unexpected buffer, so no order of sends and receives can deadlock: a sender
-// waits at most the grace longer. Reads are acknowledged in order: pulls_done is
-// the longest prefix of the source's pulled messages read.
+// waits at most the grace longer. Not while this rank has sends to that source
+// in flight, though: then it is likely blocked in one (both ranks sending
+// first, then receiving, the usual head-to-head exchange), its receive comes
+// only after the send, and the send only after the peer reads it: the message
+// is read into a buffer at once, and so are messages from a rank already
+// deferred when this rank starts sending to it (2 ranks, blocking send then
+// recv of 256 KiB each way: 1.3 ms with the grace, 20 us without). Reads are
+// acknowledged in order: pulls_done is the longest prefix of the source's
+// pulled messages read.
 //
 // Used only under the engine's progress lock.
 #pragma once
@@ -109,6 +121,11 @@ class P2PMatcher {
   // engine stops) into unexpected buffers. True if any was read.
   bool buffer_deferred_pulls(bool all);
   static constexpr auto kPullGrace = std::chrono::milliseconds(1);
+  // Where the world prefers single copies, messages of this many bytes or more are
+  // pulled (below, the ring's two copies cost less than a system call and a
+  // rendezvous: 2 ranks exchanging 32 KiB written just before, 4.1 us streamed,
+  // 5.5 us pulled).
+  static constexpr uint64_t kPullFromBytes = 128 << 10;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -170,7 +187,8 @@ class P2PMatcher {
   std::vector<PoolList<Recv>> posted_;             // by source
   std::vector<PoolList<Unexpected>> unexpected_;   // by source
   std::vector<Incoming> incoming_;                 // by source
-  bool pull_large_;                                // more ranks than CPUs: pull large messages
+  bool pull_beyond_ring_;                          // pull the messages that do not fit the ring
+  uint64_t pull_from_bytes_;                       // pull the messages of at least this many bytes
 
   // Messages larger than this are refused as corrupt headers (1 TiB).
   static constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
@@ -181,6 +199,12 @@ class P2PMatcher {
   bool complete_pulled(int dst);
   // Marks `u` no longer deferred (and counts it out of deferred_count_).
   void undefer(Unexpected& u);
+  // This rank has sends to `peer` not yet completed (queued, streaming, or
+  // waiting to be pulled).
+  bool sending_to(int peer) const;
+  // Reads every deferred message from `src` into its buffer (sending_to(src)
+  // began). True if any was read.
+  bool buffer_deferred_from(int src);
   // Reads pulled message `u` from `src` into its unexpected buffer.
   void buffer_pulled(int src, Unexpected& u);
   // Reads pulled message `u` straight into the receive `r` it matched, and completes it.

@@ -28,6 +28,10 @@ void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) 
     Recv r = std::move(*it);
     posted.erase(it);
     deliver_pulled(message, r);
+  } else if (sending_to(src)) {
+    // Nobody asked, and this rank may be blocked sending to `src`: read now (p2p.h).
+    buffer_pulled(src, message);
+    unexpected_[static_cast<size_t>(src)].push_back(std::move(message));
   } else {
     // Nobody asked yet: deferred (p2p.h), read within kPullGrace either way.
     message.deferred = true;
@@ -36,6 +40,24 @@ void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) 
     deferred_count_.fetch_add(1, std::memory_order_relaxed);
   }
   acknowledge_pulls(src);
+}
+
+bool P2PMatcher::sending_to(int peer) const {
+  return !sends_[static_cast<size_t>(peer)].empty() ||
+         !awaiting_pull_[static_cast<size_t>(peer)].empty();
+}
+
+bool P2PMatcher::buffer_deferred_from(int src) {
+  if (!has_deferred()) return false;
+  bool read = false;
+  for (Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
+    if (u.deferred) {
+      buffer_pulled(src, u);
+      read = true;
+    }
+  }
+  if (read) acknowledge_pulls(src);
+  return read;
 }
 
 void P2PMatcher::undefer(Unexpected& u) {

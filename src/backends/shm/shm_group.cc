@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backends/shm/cma.h"
+#include "backends/shm/copy_path.h"
 #include "backends/shm/join_wait.h"
 #include "backends/shm/liveness.h"
 #include "backends/shm/op_state.h"
@@ -139,15 +140,20 @@ void ShmGroup::agree_on_cma() {
   for (int g = 0; g < size() && ok; ++g) {
     if (g != rank()) ok = cma_probe(header(g).pid, header(g).cma_probe);
   }
-  header(rank()).cma_verdict.store(ok ? 1 : 2, std::memory_order_release);
+  const bool single = copy_path_preference() == CopyPath::kSingleCopy;
+  header(rank()).cma_verdict.store(!ok ? 2 : single ? 3 : 1, std::memory_order_release);
   wait_for_join_stage(
       config_, "joining",
       [&](int g) { return header(g).cma_verdict.load(std::memory_order_acquire) != 0; },
       [&](int g) { return !process_alive(header(g).pid); });
   cma_ = true;
+  prefers_single_copy_ = true;
   for (int g = 0; g < size(); ++g) {
-    cma_ = cma_ && header(g).cma_verdict.load(std::memory_order_acquire) == 1;
+    const uint32_t verdict = header(g).cma_verdict.load(std::memory_order_acquire);
+    cma_ = cma_ && verdict != 2;
+    prefers_single_copy_ = prefers_single_copy_ && verdict == 3;
   }
+  prefers_single_copy_ = prefers_single_copy_ && cma_;
 }
 
 RingControl& ShmGroup::ring_control(int owner, int dst) const {

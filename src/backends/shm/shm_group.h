@@ -90,6 +90,11 @@ class ShmGroup {
   // COLLIE_CMA=always uses it all the same (every rank must say so: the path is
   // in the fingerprint).
   bool cma_for_collectives() const { return cma_ && config_.collective_cma; }
+  // Every member has CMA and a CPU that moves mid-sized and large data faster in
+  // one copy than staged (copy_path.h): the same answer on every rank. It raises
+  // the sizes up to which collectives read with CMA and has p2p pull messages
+  // from kPullFromBytes.
+  bool prefers_single_copy() const { return prefers_single_copy_; }
 
   // ---- progress-engine state ----
   uint64_t next_step = 1;                      // steps are numbered from 1
@@ -123,6 +128,7 @@ class ShmGroup {
   SegmentLayout layout_;
   std::vector<Segment> segments_;  // by group rank
   bool cma_ = false;
+  bool prefers_single_copy_ = false;
 
   uint8_t* segment_base(int group_rank) const {
     return static_cast<uint8_t*>(segments_[static_cast<size_t>(group_rank)].data());

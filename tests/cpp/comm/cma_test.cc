@@ -1,6 +1,7 @@
 // The CMA path (src/backends/shm/cma.h): all_gather, broadcast, gather and
-// scatter on ordinary tensors of 64 KiB to 8 MiB per rank, and all_to_all's
-// pieces of 32 KiB to 512 KiB, read peers' memory with process_vm_readv. Every
+// scatter on ordinary tensors of 64 KiB to 8 MiB per rank (32 MiB where the group
+// prefers single copies, copy_path.h), and all_to_all's pieces of 32 KiB to 512
+// KiB (and up), read peers' memory with process_vm_readv. Every
 // dtype, world sizes 1-4, roots, sub-groups, sizes on both sides of the
 // thresholds; with COLLIE_CMA=0 on one rank the whole group falls back to the
 // slots (no mismatch), and results are the same either way. With more ranks than
@@ -190,6 +191,48 @@ TEST_P(CmaPath, PrivateMidSizedCallsUseCmaWhereTheSystemAllowsIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaPath, ::testing::Values(2, 3), world_size_name);
+
+// Calls of 9 MiB per rank take CMA only where the group prefers single copies
+// (COLLIE_COPY_PATH=single, or an Intel CPU; copy_path.h), the slots' streaming
+// stores elsewhere; a rank preferring staging makes the whole group stage, so
+// the ranks still agree. Shown as above, by a mismatch that names each path.
+class CmaCopyPath : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) {
+  const std::string setting = GetParam();  // rank 2's COLLIE_COPY_PATH; the others' is single
+  const bool expected = cma_works_here() && setting == "single";
+  RunOptions o;
+  o.call_init = false;
+  run_ranks(
+      3,
+      [&](int rank) {
+        setenv("COLLIE_COPY_PATH", rank == 2 ? setting.c_str() : "single", 1);
+        setenv("COLLIE_CMA", "always", 1);  // 3 ranks on fewer CPUs would stage anyway
+        init();
+        const int64_t count = (9 << 20) / 4;
+        Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
+        if (rank == 0) x.copy_from(Tensor::ones({count}));
+        try {
+          all_gather_into_tensor(x);
+          RCHECK(false) << "mixing shared and private tensors must fail";
+        } catch (const CommError& e) {
+          const std::string m = e.what();
+          for (int r = 1; r < 3; ++r) {
+            const std::string path =
+                "rank " + std::to_string(r) + ": all_gather_into_tensor float32 x2359296";
+            RCHECK(contains(m, path)) << m;
+            RCHECK_EQ(contains(m, path + " on private tensors (CMA)"), expected) << m;
+          }
+        }
+        release();
+      },
+      o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Settings, CmaCopyPath, ::testing::Values("single", "staged"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace collie::testing
