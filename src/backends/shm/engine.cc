@@ -407,9 +407,8 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, int64_t timeout_ns) 
   // The pass after prepare_wait closes the race with a peer ringing just before.
   // A deferred pulled message must be read within its grace even if nobody rings.
   if (p2p_.has_deferred()) {
-    timeout_ns = std::min<int64_t>(
-        timeout_ns,
-        std::chrono::duration_cast<std::chrono::nanoseconds>(P2PMatcher::kPullGrace).count());
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    timeout_ns = std::min<int64_t>(timeout_ns, p2p_.shortest_grace().count());
   }
   if (!locked_pass(/*check_stalls_now=*/true) && !done()) bell.wait(seen, timeout_ns);
   bell.finish_wait(idle);

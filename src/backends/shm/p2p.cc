@@ -115,9 +115,6 @@ void P2PMatcher::add_send(SendRequest request) {
        (pull_beyond_ring_ && request.nbytes + sizeof(MessageHeader) > world_.ring_bytes()));
   sends_[static_cast<size_t>(dst)].push_back(
       Send{std::move(request), false, 0, coarse_now(), pulled, 0});
-  // Messages from `dst` left for a receive to come are read now: this send may
-  // block until `dst` reads it, and `dst` may be blocked sending them (p2p.h).
-  if (dst != world_.rank()) buffer_deferred_from(dst);
 }
 
 void P2PMatcher::add_recv(RecvRequest request) {

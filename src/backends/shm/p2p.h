@@ -45,15 +45,15 @@
 // two (4 ranks on 2 cores: about a third of the messages of a ring exchange
 // arrived early). After the grace, or when the engine stops, it is read into an
 // unexpected buffer, so no order of sends and receives can deadlock: a sender
-// waits at most the grace longer. Not while this rank has sends to that source
-// in flight, though: then it is likely blocked in one (both ranks sending
-// first, then receiving, the usual head-to-head exchange), its receive comes
-// only after the send, and the send only after the peer reads it: the message
-// is read into a buffer at once, and so are messages from a rank already
-// deferred when this rank starts sending to it (2 ranks, blocking send then
-// recv of 256 KiB each way: 1.3 ms with the grace, 20 us without). Reads are
-// acknowledged in order: pulls_done is the longest prefix of the source's
-// pulled messages read.
+// waits at most the grace longer. While this rank has sends of its own to that
+// source in flight the grace is kCrossingGrace: the rank is likely blocked in
+// one (both ranks sending first, then receiving, the usual head-to-head
+// exchange), its receive comes only after that send, and the send only after
+// the peer reads it (2 ranks, blocking send then recv of 256 KiB each way:
+// 1.3 ms with the full grace). Long enough for the receive that an exchange
+// posts with its send (batch_isend_irecv: reading the message into a buffer
+// there would copy it twice). Reads are acknowledged in order: pulls_done is the
+// longest prefix of the source's pulled messages read.
 //
 // Used only under the engine's progress lock.
 #pragma once
@@ -115,12 +115,16 @@ class P2PMatcher {
   // Fails transfers past their deadline, or blocked on a dead peer.
   void check_stalls(std::chrono::steady_clock::time_point now, bool check_liveness);
   bool idle() const;
-  // Some pulled message is deferred: advance() must run again within kPullGrace.
+  // Some pulled message is deferred: advance() must run again within
+  // shortest_grace() (progress lock held).
   bool has_deferred() const { return deferred_count_.load(std::memory_order_relaxed) != 0; }
+  std::chrono::nanoseconds shortest_grace() const;
   // Reads the deferred messages past their grace (`all`: every one, before the
   // engine stops) into unexpected buffers. True if any was read.
   bool buffer_deferred_pulls(bool all);
   static constexpr auto kPullGrace = std::chrono::milliseconds(1);
+  // The grace of a message from a rank this one is sending to (above).
+  static constexpr auto kCrossingGrace = std::chrono::microseconds(20);
   // Where the world prefers single copies, messages of this many bytes or more are
   // pulled (below, the ring's two copies cost less than a system call and a
   // rendezvous: 2 ranks exchanging 32 KiB written just before, 4.1 us streamed,
@@ -202,9 +206,8 @@ class P2PMatcher {
   // This rank has sends to `peer` not yet completed (queued, streaming, or
   // waiting to be pulled).
   bool sending_to(int peer) const;
-  // Reads every deferred message from `src` into its buffer (sending_to(src)
-  // began). True if any was read.
-  bool buffer_deferred_from(int src);
+  // How long a deferred message from `src` waits for its receive (above).
+  std::chrono::nanoseconds grace_for(int src) const;
   // Reads pulled message `u` from `src` into its unexpected buffer.
   void buffer_pulled(int src, Unexpected& u);
   // Reads pulled message `u` straight into the receive `r` it matched, and completes it.

@@ -28,12 +28,8 @@ void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) 
     Recv r = std::move(*it);
     posted.erase(it);
     deliver_pulled(message, r);
-  } else if (sending_to(src)) {
-    // Nobody asked, and this rank may be blocked sending to `src`: read now (p2p.h).
-    buffer_pulled(src, message);
-    unexpected_[static_cast<size_t>(src)].push_back(std::move(message));
   } else {
-    // Nobody asked yet: deferred (p2p.h), read within kPullGrace either way.
+    // Nobody asked yet: deferred (p2p.h), read within grace_for(src) either way.
     message.deferred = true;
     message.arrived = Clock::now();
     unexpected_[static_cast<size_t>(src)].push_back(std::move(message));
@@ -47,17 +43,19 @@ bool P2PMatcher::sending_to(int peer) const {
          !awaiting_pull_[static_cast<size_t>(peer)].empty();
 }
 
-bool P2PMatcher::buffer_deferred_from(int src) {
-  if (!has_deferred()) return false;
-  bool read = false;
-  for (Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
-    if (u.deferred) {
-      buffer_pulled(src, u);
-      read = true;
+std::chrono::nanoseconds P2PMatcher::grace_for(int src) const {
+  return sending_to(src) ? std::chrono::nanoseconds(kCrossingGrace)
+                         : std::chrono::nanoseconds(kPullGrace);
+}
+
+std::chrono::nanoseconds P2PMatcher::shortest_grace() const {
+  for (int src = 0; src < world_.size(); ++src) {
+    if (!sending_to(src)) continue;
+    for (const Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
+      if (u.deferred) return kCrossingGrace;
     }
   }
-  if (read) acknowledge_pulls(src);
-  return read;
+  return kPullGrace;
 }
 
 void P2PMatcher::undefer(Unexpected& u) {
@@ -112,7 +110,7 @@ bool P2PMatcher::buffer_deferred_pulls(bool all) {
   for (int src = 0; src < world_.size(); ++src) {
     bool read = false;
     for (Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
-      if (u.deferred && (all || now - u.arrived >= kPullGrace)) {
+      if (u.deferred && (all || now - u.arrived >= grace_for(src))) {
         buffer_pulled(src, u);
         read = true;
       }
