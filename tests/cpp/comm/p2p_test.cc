@@ -346,8 +346,9 @@ TEST(P2P, CrossingBlockingPulledSendsComplete) {
 }
 
 // As above, but rank 0 starts its send a little after rank 1's message arrived
-// and was deferred: starting a send to rank 1 reads it into a buffer at once
-// (p2p.h), whichever order the two meet in; the values are the same.
+// and was deferred: once rank 0 sends to rank 1 that message's grace is the
+// short crossing one (p2p.h), whichever order the two meet in; the values are
+// the same.
 TEST(P2P, CrossingPulledSendsWhereOneMessageWasAlreadyDeferred) {
   RunOptions o = pulling_everything("20");
   run_ranks(
