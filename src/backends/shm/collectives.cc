@@ -288,7 +288,12 @@ class TwoShotAllReduceOp final : public StepOp {
 // (2 MiB: 220 vs 330 us) at every size since it reads its own slice in place
 // (medians of six alternations: 16 MiB 3.6 -> 3.0 ms, 64 MiB 13.2 -> 12.0 ms;
 // before, one-shot was ahead by 10 % at 32 MiB); from 3 ranks two-shot wins from
-// about 256 KiB at every size.
+// about 256 KiB at every size. Those are the AMD machine's thresholds. Where
+// the group prefers single copies (copy_path.h: the Intel machine, on which
+// handing freshly written data between cores is what limits staged steps),
+// two-shot wins much earlier: from 8 KiB at 2 ranks (64 KiB: 6.5 against
+// 17.5 us; 4 KiB: 2.1 against 1.7) and from 16 KiB with 4 ranks on 2 cores
+// (64 KiB: 15 against 28 us; 1 MiB: 293 against 532).
 // COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces one (it must match on every rank;
 // the variant is in the fingerprint, so a mismatch fails loudly).
 bool use_two_shot(const ShmGroup& g, size_t bytes) {
@@ -298,6 +303,7 @@ bool use_two_shot(const ShmGroup& g, size_t bytes) {
   }();
   if (g.size() <= 1 || forced == "oneshot") return false;
   if (forced == "twoshot") return true;
+  if (g.prefers_single_copy()) return bytes >= (g.size() == 2 ? (8u << 10) : (16u << 10));
   return bytes >= (g.size() == 2 ? (128u << 10) : (256u << 10));
 }
 
