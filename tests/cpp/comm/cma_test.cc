@@ -166,28 +166,32 @@ bool cma_works_here() {
 // than CPUs (docs/algorithms.md), where waiting for each owner to run costs more.
 class CmaPath : public ::testing::TestWithParam<int> {};
 
+// On rank `rank` of `n`: an all_gather of `count` floats per rank where rank 0
+// passes a shared tensor must fail as mismatched, and the message must show
+// whether ranks 1.. read with CMA (`cma_expected`).
+void check_all_gather_path(int rank, int n, int64_t count, bool cma_expected) {
+  Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
+  if (rank == 0) x.copy_from(Tensor::ones({count}));
+  try {
+    all_gather_into_tensor(x);
+    RCHECK(false) << "mixing shared and private tensors must fail";
+  } catch (const CommError& e) {
+    const std::string m = e.what();
+    const std::string call = ": all_gather_into_tensor float32 x" + std::to_string(count);
+    RCHECK(contains(m, "rank 0" + call + " on shared tensors")) << m;
+    for (int r = 1; r < n; ++r) {
+      const std::string path = "rank " + std::to_string(r) + call;
+      RCHECK(contains(m, path)) << m;
+      RCHECK_EQ(contains(m, path + " on private tensors (CMA)"), cma_expected) << m;
+    }
+  }
+}
+
 TEST_P(CmaPath, PrivateMidSizedCallsUseCmaWhereTheSystemAllowsIt) {
   const int n = GetParam();
   const bool expected = cma_works_here() && static_cast<unsigned>(n) <=
                                                 std::max(1u, std::thread::hardware_concurrency());
-  run_ranks(n, [expected, n](int rank) {
-    const int64_t count = (1 << 20) / 4;
-    Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
-    if (rank == 0) x.copy_from(Tensor::ones({count}));
-    try {
-      all_gather_into_tensor(x);
-      RCHECK(false) << "mixing shared and private tensors must fail";
-    } catch (const CommError& e) {
-      const std::string m = e.what();
-      RCHECK(contains(m, "rank 0: all_gather_into_tensor float32 x262144 on shared tensors")) << m;
-      for (int r = 1; r < n; ++r) {
-        const std::string path =
-            "rank " + std::to_string(r) + ": all_gather_into_tensor float32 x262144";
-        RCHECK(contains(m, path)) << m;
-        RCHECK_EQ(contains(m, path + " on private tensors (CMA)"), expected) << m;
-      }
-    }
-  });
+  run_ranks(n, [expected, n](int rank) { check_all_gather_path(rank, n, (1 << 20) / 4, expected); });
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaPath, ::testing::Values(2, 3), world_size_name);
@@ -209,21 +213,7 @@ TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) 
         setenv("COLLIE_COPY_PATH", rank == 2 ? setting.c_str() : "single", 1);
         setenv("COLLIE_CMA", "always", 1);  // 3 ranks on fewer CPUs would stage anyway
         init();
-        const int64_t count = (9 << 20) / 4;
-        Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
-        if (rank == 0) x.copy_from(Tensor::ones({count}));
-        try {
-          all_gather_into_tensor(x);
-          RCHECK(false) << "mixing shared and private tensors must fail";
-        } catch (const CommError& e) {
-          const std::string m = e.what();
-          for (int r = 1; r < 3; ++r) {
-            const std::string path =
-                "rank " + std::to_string(r) + ": all_gather_into_tensor float32 x2359296";
-            RCHECK(contains(m, path)) << m;
-            RCHECK_EQ(contains(m, path + " on private tensors (CMA)"), expected) << m;
-          }
-        }
+        check_all_gather_path(rank, 3, (9 << 20) / 4, expected);
         release();
       },
       o);

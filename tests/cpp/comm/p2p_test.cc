@@ -321,28 +321,31 @@ TEST(P2P, PulledMessageNobodyReceivesYetIsBufferedAfterItsGrace) {
       o);
 }
 
+// One round of crossing blocking sends between ranks 0 and 1 (pulled messages of
+// 70001 floats), rank 0 starting `delay` later; checks what each received.
+void crossing_round(int rank, int round, std::chrono::microseconds delay) {
+  const int64_t count = 70001;
+  const int peer = 1 - rank;
+  if (rank == 0) std::this_thread::sleep_for(delay);
+  send(make_tensor({count}, DType::Float32,
+                   [&](int64_t i) { return pattern_value(DType::Float32, 10 * round + rank, i); }),
+       peer);
+  Tensor y = recv(Tensor::zeros({count}), peer);
+  check_tensor(
+      y, DType::Float32, {count},
+      [&](int64_t i) { return pattern_value(DType::Float32, 10 * round + peer, i); },
+      "round " + std::to_string(round));
+}
+
 // Both ranks send first (blocking), then receive: with pulled messages each send
 // completes only once the other rank reads it, which its grace guarantees.
 TEST(P2P, CrossingBlockingPulledSendsComplete) {
-  RunOptions o = pulling_everything("20");
   run_ranks(
       2,
       [](int rank) {
-        const int64_t count = 70001;
-        const int peer = 1 - rank;
-        for (int round = 0; round < 3; ++round) {
-          send(make_tensor(
-                   {count}, DType::Float32,
-                   [&](int64_t i) { return pattern_value(DType::Float32, 10 * round + rank, i); }),
-               peer);
-          Tensor y = recv(Tensor::zeros({count}), peer);
-          check_tensor(
-              y, DType::Float32, {count},
-              [&](int64_t i) { return pattern_value(DType::Float32, 10 * round + peer, i); },
-              "round " + std::to_string(round));
-        }
+        for (int round = 0; round < 3; ++round) crossing_round(rank, round, {});
       },
-      o);
+      pulling_everything("20"));
 }
 
 // As above, but rank 0 starts its send a little after rank 1's message arrived
@@ -350,27 +353,15 @@ TEST(P2P, CrossingBlockingPulledSendsComplete) {
 // short crossing one (p2p.h), whichever order the two meet in; the values are
 // the same.
 TEST(P2P, CrossingPulledSendsWhereOneMessageWasAlreadyDeferred) {
-  RunOptions o = pulling_everything("20");
   run_ranks(
       2,
       [](int rank) {
-        const int64_t count = 70001;
-        const int peer = 1 - rank;
         for (int round = 0; round < 10; ++round) {
           barrier();
-          if (rank == 0) std::this_thread::sleep_for(std::chrono::microseconds(100 * round));
-          send(make_tensor(
-                   {count}, DType::Float32,
-                   [&](int64_t i) { return pattern_value(DType::Float32, 10 * round + rank, i); }),
-               peer);
-          Tensor y = recv(Tensor::zeros({count}), peer);
-          check_tensor(
-              y, DType::Float32, {count},
-              [&](int64_t i) { return pattern_value(DType::Float32, 10 * round + peer, i); },
-              "round " + std::to_string(round));
+          crossing_round(rank, round, std::chrono::microseconds(100 * round));
         }
       },
-      o);
+      pulling_everything("20"));
 }
 
 // A rank that releases collie while a pulled message to it is deferred (it never
