@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,7 +65,7 @@ class CollieComm {
     // buffer): kept alive, it would be a second output in the cache while this
     // call writes its own (2 ranks, all_gather of 1 MiB on a 2 MiB L2: 52 against
     // 40 us). The block cache then hands the same block back each call.
-    out_ = Tensor();
+    out_.reset();  // (not `= Tensor()`: that takes two references to a shared empty tensor)
     if (op == "all_reduce")
       out_ = all_reduce(x).first;
     else if (op == "all_gather")
@@ -85,7 +86,8 @@ class CollieComm {
 
   bool check(const std::string& op) {
     const double sum = n_ * (n_ + 1) / 2.0;
-    const int64_t total = out_.numel();
+    const Tensor& out = *out_;
+    const int64_t total = out.numel();
     auto expect = [&](int64_t i) -> double {
       if (op == "all_reduce" || op == "reduce_scatter") return sum;
       if (op == "reduce") return rank_ == 0 ? sum : 0;
@@ -95,9 +97,9 @@ class CollieComm {
       return (rank_ + n_ - 1) % n_ + 1;  // send_recv: the previous rank's value
     };
     for (int64_t i = 0; i < total; i += std::max<int64_t>(1, total / 1024)) {
-      if (out_.item(i) != expect(i)) return false;
+      if (out.item(i) != expect(i)) return false;
     }
-    return out_.item(total - 1) == expect(total - 1);
+    return out.item(total - 1) == expect(total - 1);
   }
 
  private:
@@ -107,7 +109,7 @@ class CollieComm {
   int64_t count_ = 0;
   std::vector<Tensor> inputs_;
   std::vector<uint8_t> pristine_;  // what every input holds (rewrite)
-  Tensor out_;
+  std::optional<Tensor> out_;      // the last call's result
 };
 
 }  // namespace
