@@ -435,13 +435,14 @@ void ShmEngine::drive(const Work& work, const Clock::time_point* deadline) {
       continue;
     }
     if (work.is_completed()) break;
-    // The clock is read when spinning starts and then every 16th pass.
-    if (spins == 0) spin_start = Clock::now();
+    // The clock is read when spinning starts and then every 16th pass (once:
+    // a small call's wait is often a few passes, and a read costs as much).
     if (spins++ % 16 != 0) {
       relax(spins);
       continue;
     }
     const Clock::time_point now = Clock::now();
+    if (spins == 1) spin_start = now;
     if (deadline != nullptr && now >= *deadline) break;
     if (now - spin_start < spin_budget_) {
       relax(spins);
