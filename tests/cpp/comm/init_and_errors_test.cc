@@ -102,6 +102,12 @@ TEST(Init, BadEnvironmentIsValueError) {
       1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_DEBUG", "verbose"); },
       bad_debug);
 
+  RunOptions bad_copy_path = without_init();
+  bad_copy_path.env = {{"COLLIE_COPY_PATH", "fast"}};
+  run_ranks(
+      1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_COPY_PATH", "fast"); },
+      bad_copy_path);
+
   RunOptions bad_rank = without_init();
   bad_rank.env = {{"COLLIE_RANK", "5"}};
   run_ranks(1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_RANK"); }, bad_rank);
