@@ -32,12 +32,7 @@ void ring_read(const uint8_t* ring, uint64_t size, uint64_t pos, void* dst, uint
 // Which messages are pulled (p2p.h): COLLIE_P2P_PULL=always|never|auto; auto:
 // those that do not fit the ring when there are more ranks than CPUs, and those
 // of kPullFromBytes or more too where the world prefers single copies.
-struct PullRule {
-  bool beyond_ring;     // messages that do not fit the ring
-  uint64_t from_bytes;  // messages of at least this many bytes
-};
-
-PullRule pull_rule(const ShmGroup& world) {
+P2PMatcher::PullRule pull_rule(const ShmGroup& world) {
   constexpr uint64_t kNone = ~uint64_t{0};
   const char* v = std::getenv("COLLIE_P2P_PULL");
   const std::string policy = v != nullptr ? v : "auto";
@@ -73,8 +68,7 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
       posted_(static_cast<size_t>(world.size())),
       unexpected_(static_cast<size_t>(world.size())),
       incoming_(static_cast<size_t>(world.size())),
-      pull_beyond_ring_(pull_rule(world).beyond_ring),
-      pull_from_bytes_(pull_rule(world).from_bytes) {}
+      pull_(pull_rule(world)) {}
 
 void P2PMatcher::complete(const WorkPtr& work, std::exception_ptr error) {
   const bool blocking = work->info().blocking;
@@ -111,8 +105,8 @@ void P2PMatcher::add_send(SendRequest request) {
   }
   const bool pulled =
       world_.cma() && dst != world_.rank() &&
-      (request.nbytes >= pull_from_bytes_ ||
-       (pull_beyond_ring_ && request.nbytes + sizeof(MessageHeader) > world_.ring_bytes()));
+      (request.nbytes >= pull_.from_bytes ||
+       (pull_.beyond_ring && request.nbytes + sizeof(MessageHeader) > world_.ring_bytes()));
   sends_[static_cast<size_t>(dst)].push_back(
       Send{std::move(request), false, 0, coarse_now(), pulled, 0});
 }

@@ -125,6 +125,12 @@ class P2PMatcher {
   static constexpr auto kPullGrace = std::chrono::milliseconds(1);
   // The grace of a message from a rank this one is sending to (above).
   static constexpr auto kCrossingGrace = std::chrono::microseconds(20);
+
+  // Which messages this rank pulls instead of streaming (above).
+  struct PullRule {
+    bool beyond_ring;     // messages that do not fit the ring
+    uint64_t from_bytes;  // messages of at least this many bytes
+  };
   // Where the world prefers single copies, messages of this many bytes or more are
   // pulled (below, the ring's two copies cost less than a system call and a
   // rendezvous: 2 ranks exchanging 32 KiB written just before, 4.1 us streamed,
@@ -191,8 +197,7 @@ class P2PMatcher {
   std::vector<PoolList<Recv>> posted_;             // by source
   std::vector<PoolList<Unexpected>> unexpected_;   // by source
   std::vector<Incoming> incoming_;                 // by source
-  bool pull_beyond_ring_;                          // pull the messages that do not fit the ring
-  uint64_t pull_from_bytes_;                       // pull the messages of at least this many bytes
+  const PullRule pull_;  // which messages are pulled (COLLIE_P2P_PULL, copy path)
 
   // Messages larger than this are refused as corrupt headers (1 TiB).
   static constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
