@@ -25,6 +25,18 @@ int Group::group_rank_of(int world_rank) const {
   return it == world_ranks_.end() ? -1 : static_cast<int>(it - world_ranks_.begin());
 }
 
+namespace {
+// No single-copy path starts below this many bytes (backends/shm/direct_ops.h).
+constexpr size_t kSingleCopyMinBytes = 16u << 10;
+
+bool holds_large_tensor(std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors) {
+    if (t->nbytes() >= kSingleCopyMinBytes) return true;
+  }
+  return false;
+}
+}  // namespace
+
 WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
                       FunctionRef<void(Backend&, const WorkPtr&)> launch) {
   std::lock_guard<std::mutex> lock(submit_mu_);
@@ -35,8 +47,10 @@ WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_ali
   work->set_recorder(recorder_);
   // A blocking call's caller holds its tensors until the operation has finished;
   // only asynchronous operations need the Work to keep them (each kept tensor
-  // costs two atomic reference-count updates).
-  if (!work->info().blocking) {
+  // costs two atomic reference-count updates), and large ones, which may take a
+  // single-copy path whose Work must be able to outlive a failure with them
+  // (Work::retain_on_failure).
+  if (!work->info().blocking || holds_large_tensor(keep_alive)) {
     for (const Tensor* t : keep_alive) work->keep_alive(*t);
   }
   launch(*backend_, work);

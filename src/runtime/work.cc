@@ -8,6 +8,16 @@
 
 namespace collie {
 
+namespace {
+// Storage of failed single-copy operations (retain_on_failure()): never freed.
+void retain_forever(std::shared_ptr<Storage> storage) {
+  static std::mutex mu;
+  static auto* retained = new std::vector<std::shared_ptr<Storage>>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mu);
+  retained->push_back(std::move(storage));
+}
+}  // namespace
+
 void Work::complete() {
   if (recorder_) recorder_->finished(info_.seq, "");
   publish_done();
@@ -32,6 +42,10 @@ void Work::fail(std::exception_ptr error) {
     recorder_->finished(info_.seq, what);
     // A peer died or vanished: show what this rank last did, once per group.
     if (comm_failure) recorder_->report_once();
+  }
+  if (retain_on_failure_) {
+    for (int i = 0; i < kept_; ++i) retain_forever(kept_inline_[i]);
+    for (const auto& storage : kept_more_) retain_forever(storage);
   }
   error_ = std::move(error);
   publish_done();

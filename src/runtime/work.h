@@ -49,6 +49,15 @@ class Work {
       kept_more_.push_back(t.storage());
   }
 
+  // Peers may touch the kept tensors' memory directly (single-copy operations:
+  // backends/shm/direct_ops.h) and cannot be stopped if this rank gives up on
+  // the operation first (a timeout, another peer's death): a peer still writing
+  // into this rank's output would corrupt whatever the memory held next. So when
+  // such a work fails, fail() keeps its tensors' storage for the rest of the
+  // process instead of letting it be freed and reused. A failure ends the
+  // group, so that is a few buffers at most.
+  void retain_on_failure() { retain_on_failure_ = true; }
+
   // Where completion is recorded (set by the choke point).
   void set_recorder(std::shared_ptr<detail::FlightRecorder> recorder) {
     recorder_ = std::move(recorder);
@@ -70,6 +79,7 @@ class Work {
   std::shared_ptr<Storage> kept_inline_[2];
   int kept_ = 0;
   std::vector<std::shared_ptr<Storage>> kept_more_;
+  bool retain_on_failure_ = false;  // set before the backend starts the operation
   // Completion is one atomic flag; the mutex and condition variable serve only
   // threads that sleep in wait() without a driver (counted in sleepers_), so
   // completing an operation nobody sleeps on takes no lock.

@@ -46,24 +46,40 @@ bool cma_probe(pid_t pid, uint64_t remote_probe) {
          value == kCmaProbeValue;
 }
 
-void cma_read(pid_t pid, void* local, uint64_t remote, size_t n, int peer_world_rank) {
-  auto* dst = static_cast<uint8_t*>(local);
+namespace {
+// process_vm_readv (or, with `write`, process_vm_writev) until all n bytes moved.
+void cma_move(bool write, pid_t pid, uint8_t* local, uint64_t remote, size_t n,
+              int peer_world_rank) {
   while (n > 0) {
-    iovec l{dst, n};
+    iovec l{local, n};
     iovec r{reinterpret_cast<void*>(remote), n};
-    ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
-    if (got <= 0) {
-      if (got < 0 && errno == EINTR) continue;
-      throw CommError("reading " + std::to_string(n) + " bytes from rank " +
-                      std::to_string(peer_world_rank) + " (pid " + std::to_string(pid) +
-                      ") with process_vm_readv failed: " +
-                      (got < 0 ? std::string(std::strerror(errno)) : "nothing copied") +
-                      " (did it exit or free the tensor?)");
+    ssize_t moved =
+        write ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (moved <= 0) {
+      if (moved < 0 && errno == EINTR) continue;
+      throw CommError(
+          std::string(write ? "writing " : "reading ") + std::to_string(n) +
+          (write ? " bytes to rank " : " bytes from rank ") + std::to_string(peer_world_rank) +
+          " (pid " + std::to_string(pid) +
+          (write ? ") with process_vm_writev" : ") with process_vm_readv") +
+          " failed: " + (moved < 0 ? std::string(std::strerror(errno)) : "nothing copied") +
+          " (did it exit or free the tensor?)");
     }
-    dst += got;
-    remote += static_cast<uint64_t>(got);
-    n -= static_cast<size_t>(got);
+    local += moved;
+    remote += static_cast<uint64_t>(moved);
+    n -= static_cast<size_t>(moved);
   }
+}
+}  // namespace
+
+void cma_read(pid_t pid, void* local, uint64_t remote, size_t n, int peer_world_rank) {
+  cma_move(/*write=*/false, pid, static_cast<uint8_t*>(local), remote, n, peer_world_rank);
+}
+
+void cma_write(pid_t pid, uint64_t remote, const void* local, size_t n, int peer_world_rank) {
+  // process_vm_writev only reads the local iovec; the cast is for the shared helper.
+  cma_move(/*write=*/true, pid, const_cast<uint8_t*>(static_cast<const uint8_t*>(local)), remote, n,
+           peer_world_rank);
 }
 
 }  // namespace collie::detail

@@ -28,6 +28,10 @@ struct CollectiveCall {
   WorkPtr work;
 };
 
+// COLLIE_ALLREDUCE_ALGO names a staged algorithm (oneshot, twoshot): all_reduce
+// then always stages, on private tensors too (no CMA path, direct_ops.h).
+bool all_reduce_algo_forced();
+
 std::unique_ptr<OpState> make_all_reduce(CollectiveCall c, const void* in, void* out, size_t count,
                                          DType dtype, ReduceOp op);
 std::unique_ptr<OpState> make_reduce(CollectiveCall c, const void* in, void* out, size_t count,

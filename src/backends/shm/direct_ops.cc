@@ -58,6 +58,9 @@ class DirectOp : public StepOp {
         outs_(n_, nullptr),
         srcs_(n_, nullptr) {
     set_variant(b.cma ? 3 : 2);
+    // Peers read and write this rank's buffers directly: they must stay valid
+    // even if this rank gives up on the call before its peers are done.
+    work()->retain_on_failure();
   }
 
  protected:
@@ -100,6 +103,60 @@ class DirectOp : public StepOp {
     for (size_t p = 0; p < n_; ++p) srcs_[p] = ins_[p] + offset;
     reduce_n(dst, reinterpret_cast<const void* const*>(srcs_.data()), static_cast<int>(n_), len,
              dtype_, op);
+  }
+
+  // Private tensors (CMA): reduces elements [mine.begin, +mine.len) of every
+  // rank's input, in rank order, a piece at a time: the peers' pieces are read
+  // with process_vm_readv into a buffer here and reduced with this rank's input
+  // into `own_out` (this rank's output, or nullptr: a buffer), and the result is
+  // written into the outputs of `to` (a group rank, or kAll: every peer) with
+  // process_vm_writev while it is still in cache. Each byte crosses once, copied
+  // by the kernel; nothing is staged.
+  static constexpr size_t kAll = ~size_t{0};
+  void reduce_slice_through_cma(Slice mine, ReduceOp op, uint8_t* own_out, size_t to) {
+    if (mine.len == 0) return;
+    // 256 KiB pieces: the peers' pieces, this rank's input and the result stay in
+    // L2 between the read, the reduction and the writes, and the two system calls
+    // per piece cost a few percent (64 KiB pieces: 4 MiB all_reduce 12 % slower).
+    const size_t piece = std::max<size_t>(1, (256u << 10) / esize_);
+    const size_t piece_bytes = piece * esize_;
+    // Kept per thread: a fresh buffer this large would be mapped and faulted in
+    // on every call.
+    thread_local std::vector<uint8_t> scratch;
+    const size_t need = (n_ - 1 + (own_out == nullptr ? 1 : 0)) * piece_bytes;
+    if (scratch.size() < need) scratch.resize(need);
+    uint8_t* result_buffer = scratch.data() + (n_ - 1) * piece_bytes;
+    for (size_t at = 0; at < mine.len; at += piece) {
+      const size_t len = std::min(piece, mine.len - at);
+      const size_t off = (mine.begin + at) * esize_;
+      uint8_t* buffer = scratch.data();
+      for (size_t p = 0; p < n_; ++p) {
+        if (p == me_) {
+          srcs_[p] = ins_[p] + off;
+          continue;
+        }
+        pull(buffer, p, ins_[p] + off, len * esize_, false);
+        srcs_[p] = buffer;
+        buffer += piece_bytes;
+      }
+      uint8_t* result = own_out != nullptr ? own_out + off : result_buffer;
+      reduce_n(result, reinterpret_cast<const void* const*>(srcs_.data()), static_cast<int>(n_),
+               len, dtype_, op);
+      for (size_t p = 0; p < n_; ++p) {
+        if (p != me_ && (to == kAll || to == p)) push(p, outs_[p] + off, result, len * esize_);
+      }
+    }
+  }
+
+  // Copies n bytes from `src` here to rank p's memory at `dst` (from outs_).
+  void push(size_t p, uint8_t* dst, const void* src, size_t n) const {
+    if (!buffers_.cma || p == me_) {
+      copy(dst, src, n, false);
+    } else if (n > 0) {
+      const int peer = static_cast<int>(p);
+      cma_write(group().pid(peer), reinterpret_cast<uint64_t>(dst), src, n,
+                group().world_rank(peer));
+    }
   }
 
   // Copies n bytes of rank p's memory at `src` (from ins_/outs_) to `dst` here.
@@ -162,6 +219,9 @@ class DirectAllReduce final : public SymmetricOp {
 
  protected:
   void transfer() override {
+    if (buffers_.cma) {
+      return reduce_slice_through_cma(slice_of(me_, n_, count_, esize_), op_, out_of(me_), kAll);
+    }
     Slice mine = slice_of(me_, n_, count_, esize_);
     const size_t piece = std::max<size_t>(1, (256u << 10) / esize_);
     const bool stream = count_ * esize_ >= kStreamingOutputBytes;
@@ -192,8 +252,12 @@ class DirectReduce final : public SymmetricOp {
   void transfer() override {
     Slice mine = slice_of(me_, n_, count_, esize_);
     if (mine.len == 0) return;
+    const size_t root = static_cast<size_t>(out_rank_);
+    if (buffers_.cma) {
+      return reduce_slice_through_cma(mine, op_, me_ == root ? out_of(me_) : nullptr, root);
+    }
     const size_t off = mine.begin * esize_;
-    reduce_inputs(out_of(static_cast<size_t>(out_rank_)) + off, off, mine.len, op_);
+    reduce_inputs(out_of(root) + off, off, mine.len, op_);
   }
 
  private:

@@ -33,6 +33,9 @@ void ShmBackend::all_reduce(const WorkPtr& w, const void* in, void* out, size_t 
   if (auto b = direct(in, bytes, out, bytes)) {
     return engine_->submit(group_.get(), make_direct_all_reduce(call(w), *b, count, dtype, op));
   }
+  if (auto b = cma_reduction(in, bytes, out, kCmaAllReduceMinBytes)) {
+    return engine_->submit(group_.get(), make_direct_all_reduce(call(w), *b, count, dtype, op));
+  }
   engine_->submit(group_.get(), make_all_reduce(call(w), in, out, count, dtype, op));
 }
 
@@ -59,6 +62,9 @@ void ShmBackend::reduce(const WorkPtr& w, const void* in, void* out, size_t coun
                         ReduceOp op, int root) {
   const size_t bytes = count * element_size(dtype);
   if (auto b = direct(in, bytes, out, bytes)) {
+    return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
+  }
+  if (auto b = cma_reduction(in, bytes, out, kCmaReduceMinBytes)) {
     return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
   }
   engine_->submit(group_.get(), make_reduce(call(w), in, out, count, dtype, op, root));

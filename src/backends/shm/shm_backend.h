@@ -61,6 +61,17 @@ class ShmBackend final : public Backend {
     }
     return cma_buffers(in, out);
   }
+  // Private buffers for a reduction through CMA (direct_ops.h): where the group
+  // prefers single copies and agreed on CMA, from `min_bytes` per rank up to
+  // kCmaReductionMaxBytes, unless COLLIE_ALLREDUCE_ALGO forces a staged algorithm.
+  std::optional<DirectBuffers> cma_reduction(const void* in, size_t bytes, void* out,
+                                             size_t min_bytes) const {
+    if (!group_->prefers_single_copy() || !group_->cma_for_collectives() || bytes < min_bytes ||
+        bytes >= kCmaReductionMaxBytes || all_reduce_algo_forced()) {
+      return std::nullopt;
+    }
+    return cma_buffers(in, out);
+  }
   CollectiveCall call(const WorkPtr& w) {
     w->set_driver(engine_);
     return {engine_.get(), group_.get(), w};

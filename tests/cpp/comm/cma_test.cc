@@ -1,7 +1,9 @@
 // The CMA path (src/backends/shm/cma.h): all_gather, broadcast, gather and
 // scatter on ordinary tensors of 64 KiB to 8 MiB per rank (32 MiB where the group
 // prefers single copies, copy_path.h), and all_to_all's pieces of 32 KiB to 512
-// KiB (and up), read peers' memory with process_vm_readv. Every
+// KiB (and up), read peers' memory with process_vm_readv; where the group
+// prefers single copies, all_reduce (from 128 KiB) and reduce (from 32 KiB) up
+// to 16 MiB read their slices and write the results with process_vm_writev. Every
 // dtype, world sizes 1-4, roots, sub-groups, sizes on both sides of the
 // thresholds; with COLLIE_CMA=0 on one rank the whole group falls back to the
 // slots (no mismatch), and results are the same either way. With more ranks than
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "comm_test_util.h"
@@ -108,6 +111,40 @@ void run_data_movers(int rank, const std::vector<int>& members, const std::strin
   }
 }
 
+// Elements per rank for the reductions: below both CMA ranges, inside reduce's
+// only, inside both (uneven, over several 256 KiB pieces per slice).
+std::vector<int64_t> reduction_counts(DType dt) {
+  const int64_t es = static_cast<int64_t>(element_size(dt));
+  return {(30 << 10) / es, (32 << 10) / es + 3, (1 << 20) / es + 5};
+}
+
+void run_reductions(int rank, const std::vector<int>& members, const std::string& group,
+                    SoftChecks& soft) {
+  const int n = static_cast<int>(members.size());
+  const int root = members[static_cast<size_t>(n - 1)];
+  for (DType dt : {DType::Float32, DType::Int8, DType::Float64, DType::BFloat16, DType::Bool}) {
+    for (ReduceOp op : all_reduce_ops()) {
+      for (int64_t count : reduction_counts(dt)) {
+        const std::string what = std::string(dtype_name(dt)) + " " +
+                                 std::string(reduce_op_name(op)) +
+                                 " count=" + std::to_string(count) + " on " + group;
+        auto input = [&] {
+          return make_tensor({count}, dt, [&](int64_t i) { return rank_value(dt, op, rank, i); });
+        };
+        auto expected = [&](int64_t i) { return expected_reduction(dt, op, members, i); };
+        soft.check("all_reduce " + what, [&] {
+          auto [y, h] = all_reduce(input(), op, group);
+          check_tensor(y, dt, {count}, expected, "all_reduce " + what);
+        });
+        soft.check("reduce " + what, [&] {
+          Tensor y = reduce(input(), root, op, group);
+          if (rank == root) check_tensor(y, dt, {count}, expected, "reduce " + what);
+        });
+      }
+    }
+  }
+}
+
 class CmaWorld : public ::testing::TestWithParam<int> {};
 
 TEST_P(CmaWorld, DataMoversEveryDtypeAcrossTheThresholds) {
@@ -115,6 +152,15 @@ TEST_P(CmaWorld, DataMoversEveryDtypeAcrossTheThresholds) {
   run_ranks(n, [n](int rank) {
     SoftChecks soft;
     run_data_movers(rank, iota_ranks(n), std::string(WORLD), soft);
+    soft.finish();
+  });
+}
+
+TEST_P(CmaWorld, ReductionsEveryDtypeAndOpAcrossTheThresholds) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    SoftChecks soft;
+    run_reductions(rank, iota_ranks(n), std::string(WORLD), soft);
     soft.finish();
   });
 }
@@ -128,6 +174,7 @@ TEST(Cma, UnsortedSubGroup) {
     if (rank == 1) return;
     SoftChecks soft;
     run_data_movers(rank, {3, 0, 2}, "tri", soft);
+    run_reductions(rank, {3, 0, 2}, "tri", soft);
     soft.finish();
   });
 }
@@ -160,31 +207,50 @@ bool cma_works_here() {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// Proves which path a 1 MiB all_gather on private tensors takes: rank 0 passes a
-// shared tensor, so the call mismatches and the message names each rank's path.
+// Proves which path a call on private tensors takes: rank 0 passes a shared
+// tensor, so the call mismatches and the message names each rank's path.
 // CMA where the system allows it and every rank has a CPU; staged with more ranks
 // than CPUs (docs/algorithms.md), where waiting for each owner to run costs more.
 class CmaPath : public ::testing::TestWithParam<int> {};
 
-// On rank `rank` of `n`: an all_gather of `count` floats per rank where rank 0
-// passes a shared tensor must fail as mismatched, and the message must show
-// whether ranks 1.. read with CMA (`cma_expected`).
-void check_all_gather_path(int rank, int n, int64_t count, bool cma_expected) {
+// What the mismatch message says about group rank r's call: from "rank r: " to
+// the next rank's part.
+std::string part_of_rank(const std::string& message, int r) {
+  const std::string start = "rank " + std::to_string(r) + ": ";
+  const size_t at = message.find(start);
+  if (at == std::string::npos) return "";
+  const size_t end = message.find("; rank ", at);
+  return message.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// On rank `rank` of the `n` ranks of `group` (world ranks 0..n-1): `call` on
+// `count` floats per rank, where rank 0 passes a shared tensor, must fail as
+// mismatched, and the message must show that ranks 1.. made `call_name`'s call
+// and whether they took the CMA path (`cma_expected`).
+void check_path(int rank, int n, int64_t count, const std::string& call_name,
+                const std::function<void(const Tensor&)>& call, bool cma_expected) {
   Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
   if (rank == 0) x.copy_from(Tensor::ones({count}));
   try {
-    all_gather_into_tensor(x);
-    RCHECK(false) << "mixing shared and private tensors must fail";
+    call(x);
+    RCHECK(false) << call_name << ": mixing shared and private tensors must fail";
   } catch (const CommError& e) {
     const std::string m = e.what();
-    const std::string call = ": all_gather_into_tensor float32 x" + std::to_string(count);
-    RCHECK(contains(m, "rank 0" + call + " on shared tensors")) << m;
+    const std::string what = call_name + " float32 x" + std::to_string(count);
+    const std::string first = part_of_rank(m, 0);
+    RCHECK(contains(first, what) && contains(first, "on shared tensors")) << m;
     for (int r = 1; r < n; ++r) {
-      const std::string path = "rank " + std::to_string(r) + call;
-      RCHECK(contains(m, path)) << m;
-      RCHECK_EQ(contains(m, path + " on private tensors (CMA)"), cma_expected) << m;
+      const std::string part = part_of_rank(m, r);
+      RCHECK(contains(part, what)) << m;
+      RCHECK_EQ(contains(part, "on private tensors (CMA)"), cma_expected) << call_name << ": " << m;
     }
   }
+}
+
+void check_all_gather_path(int rank, int n, int64_t count, bool cma_expected) {
+  check_path(
+      rank, n, count, "all_gather_into_tensor", [](const Tensor& x) { all_gather_into_tensor(x); },
+      cma_expected);
 }
 
 TEST_P(CmaPath, PrivateMidSizedCallsUseCmaWhereTheSystemAllowsIt) {
@@ -214,6 +280,67 @@ TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) 
         setenv("COLLIE_CMA", "always", 1);  // 3 ranks on fewer CPUs would stage anyway
         init();
         check_all_gather_path(rank, 3, (9 << 20) / 4, expected);
+        release();
+      },
+      o);
+}
+
+// The reductions take CMA only where the group prefers single copies, and then
+// only in their ranges (direct_ops.h): all_reduce from 128 KiB, reduce from 32
+// KiB, both below 16 MiB. Each call fails its group, so each gets a new one.
+TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
+  const std::string setting = GetParam();
+  const bool single = cma_works_here() && setting == "single";
+  RunOptions o;
+  o.call_init = false;
+  run_ranks(
+      3,
+      [&](int rank) {
+        setenv("COLLIE_COPY_PATH", rank == 2 ? setting.c_str() : "single", 1);
+        setenv("COLLIE_CMA", "always", 1);
+        init();
+        struct Case {
+          int64_t bytes;
+          bool all_reduce;  // else reduce to group rank 2
+          bool cma;
+        };
+        const Case cases[] = {{1 << 20, true, single},
+                              {64 << 10, true, false},
+                              {17 << 20, true, false},
+                              {32 << 10, false, single},
+                              {(32 << 10) - 64, false, false}};
+        int made = 0;
+        for (const Case& c : cases) {
+          const std::string group = "case" + std::to_string(made++);
+          create_group(group, {0, 1, 2});
+          if (c.all_reduce) {
+            check_path(
+                rank, 3, c.bytes / 4, "all_reduce(sum)",
+                [&](const Tensor& x) { all_reduce(x, ReduceOp::SUM, group); }, c.cma);
+          } else {
+            check_path(
+                rank, 3, c.bytes / 4, "reduce(sum)",
+                [&](const Tensor& x) { reduce(x, 2, ReduceOp::SUM, group); }, c.cma);
+          }
+        }
+        release();
+      },
+      o);
+}
+
+// COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces a staged all_reduce, on private
+// tensors too: no CMA even where the group prefers single copies.
+TEST(CmaCopyPathForcedAlgo, ForcedAllReduceAlgorithmStages) {
+  RunOptions o;
+  o.call_init = false;
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_ALLREDUCE_ALGO", "twoshot"}};
+  run_ranks(
+      2,
+      [](int rank) {
+        init();
+        check_path(
+            rank, 2, (1 << 20) / 4, "all_reduce(sum)", [](const Tensor& x) { all_reduce(x); },
+            false);
         release();
       },
       o);

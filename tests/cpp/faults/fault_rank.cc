@@ -92,6 +92,17 @@ void big_all_reduce() {
   collie::all_reduce(x);
 }
 
+// all_reduce calls that take the CMA path (COLLIE_COPY_PATH=single and
+// COLLIE_CMA=always, set by the test), where peers read and write each other's
+// tensors with process_vm_readv/writev: 4 MiB each, enough of them to last a few
+// hundred milliseconds.
+void cma_all_reduces() {
+  auto x = collie::Tensor::ones({1 << 20});
+  collie::all_reduce(collie::Tensor::ones({16}));
+  enter();
+  for (int i = 0; i < 200; ++i) collie::all_reduce(x);
+}
+
 // The rank the test will signal ($COLLIE_FAULT_VICTIM), -1 in runs without a fault.
 int fault_victim() {
   const char* victim = std::getenv("COLLIE_FAULT_VICTIM");
@@ -123,9 +134,31 @@ void big_exchange(int rank, int n) {
 const std::map<std::string, std::function<void(int, int)>>& scenarios() {
   static const std::map<std::string, std::function<void(int, int)>> table = {
       // The test SIGKILLs / SIGSTOPs rank 1 once every rank is ready.
-      {"kill_all_reduce", [](int, int) { collie::init(); big_all_reduce(); }},
-      {"stop_all_reduce", [](int, int) { collie::init(); big_all_reduce(); }},
-      {"kill_batch", [](int rank, int n) { collie::init(); big_exchange(rank, n); }},
+      {"kill_all_reduce",
+       [](int, int) {
+         collie::init();
+         big_all_reduce();
+       }},
+      {"stop_all_reduce",
+       [](int, int) {
+         collie::init();
+         big_all_reduce();
+       }},
+      {"kill_batch",
+       [](int rank, int n) {
+         collie::init();
+         big_exchange(rank, n);
+       }},
+      {"kill_cma_all_reduce",
+       [](int, int) {
+         collie::init();
+         cma_all_reduces();
+       }},
+      {"stop_cma_all_reduce",
+       [](int, int) {
+         collie::init();
+         cma_all_reduces();
+       }},
       // Rank 0 sends rank 1 a message that is pulled (COLLIE_P2P_PULL=always) once
       // the test has stopped rank 1: it cannot read it, and is killed.
       {"kill_pulled",

@@ -131,6 +131,11 @@ std::map<std::string, std::string> env_of(const std::string& scenario, int victi
   if (scenario == "kill_batch" || scenario == "kill_pulled") env["COLLIE_P2P_RING_BYTES"] = "16K";
   if (scenario == "kill_batch") env["COLLIE_P2P_PULL"] = "never";
   if (scenario == "kill_pulled") env["COLLIE_P2P_PULL"] = "always";
+  // The CMA all_reduce (3 ranks on any machine: direct_ops.h).
+  if (scenario.find("_cma_") != std::string::npos) {
+    env["COLLIE_COPY_PATH"] = "single";
+    env["COLLIE_CMA"] = "always";
+  }
   if (victim >= 0) env["COLLIE_FAULT_VICTIM"] = std::to_string(victim);
   return env;
 }
@@ -203,6 +208,30 @@ TEST(FaultInjection, SigkillMidAllReduce) {
   print_launcher(*x.job, "kill_all_reduce", x.t0);
   // The flight recorder dumped the failed operation into COLLIE_TRACE_DIR.
   for (int r : {0, 2}) EXPECT_TRUE(trace_mentions(*x.job, r, "FAILED")) << "rank " << r;
+  expect_clean(*x.job, x.f);
+}
+
+// The same inside all_reduces that read and write the peers' tensors with
+// process_vm_readv/writev: the dead peer's memory is gone, so a survivor fails
+// either on a read or write (the kernel's ESRCH) or on the wait that follows.
+TEST(FaultInjection, SigkillMidCmaAllReduce) {
+  Faulted x = fault_mid_operation("kill_cma_all_reduce", SIGKILL);
+  ASSERT_TRUE(x.t0 != 0);
+  expect_verdict(x.f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
+  expect_survivors(*x.job, "kill_cma_all_reduce", {0, 2}, "CommError", x.t0, "all_reduce", 1);
+  print_launcher(*x.job, "kill_cma_all_reduce", x.t0);
+  expect_clean(*x.job, x.f);
+}
+
+// A stopped peer of a CMA all_reduce is alive: its memory stays readable, so the
+// survivors finish their part and then time out waiting for it (their Works keep
+// their tensors, which the stopped rank could still write into: work.h).
+TEST(FaultInjection, SigstopMidCmaAllReduceGivesTimeout) {
+  Faulted x = fault_mid_operation("stop_cma_all_reduce", SIGSTOP);
+  ASSERT_TRUE(x.t0 != 0);
+  expect_verdict(x.f, {0, 2}, 3, "exited with code 3");
+  expect_survivors(*x.job, "stop_cma_all_reduce", {0, 2}, "TimeoutError", x.t0, "all_reduce", 1);
+  print_launcher(*x.job, "stop_cma_all_reduce", x.t0);
   expect_clean(*x.job, x.f);
 }
 
