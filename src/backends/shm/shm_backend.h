@@ -52,11 +52,14 @@ class ShmBackend final : public Backend {
   std::optional<DirectBuffers> direct(const void* in, size_t in_bytes, void* out, size_t out_bytes,
                                       size_t min_bytes = kDirectMinBytes) const;
   // Private buffers for the CMA path (direct_ops.h) when the group agreed on CMA
-  // and the call moves kCmaMinBytes to kCmaMaxBytes per rank (to
-  // kCmaMaxBytesSingleCopy where the group prefers single copies).
+  // and the call moves kCmaMinBytes to kCmaMaxBytes per rank
+  // (kCmaMinBytesSingleCopy to kCmaMaxBytesSingleCopy where the group prefers
+  // single copies).
   std::optional<DirectBuffers> cma(const void* in, size_t bytes, void* out) const {
-    const size_t max_bytes = group_->prefers_single_copy() ? kCmaMaxBytesSingleCopy : kCmaMaxBytes;
-    if (!group_->cma_for_collectives() || bytes < kCmaMinBytes || bytes >= max_bytes) {
+    const bool single = group_->prefers_single_copy();
+    const size_t min_bytes = single ? kCmaMinBytesSingleCopy : kCmaMinBytes;
+    const size_t max_bytes = single ? kCmaMaxBytesSingleCopy : kCmaMaxBytes;
+    if (!group_->cma_for_collectives() || bytes < min_bytes || bytes >= max_bytes) {
       return std::nullopt;
     }
     return cma_buffers(in, out);

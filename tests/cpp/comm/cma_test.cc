@@ -1,6 +1,6 @@
 // The CMA path (src/backends/shm/cma.h): all_gather, broadcast, gather and
-// scatter on ordinary tensors of 64 KiB to 8 MiB per rank (32 MiB where the group
-// prefers single copies, copy_path.h), and all_to_all's pieces of 32 KiB to 512
+// scatter on ordinary tensors of 64 KiB to 8 MiB per rank (16 KiB to 32 MiB where
+// the group prefers single copies, copy_path.h), and all_to_all's pieces of 32 KiB to 512
 // KiB (and up), read peers' memory with process_vm_readv; where the group
 // prefers single copies, all_reduce (from 128 KiB) and reduce (from 32 KiB) up
 // to 16 MiB read their slices and write the results with process_vm_writev. Every
@@ -24,10 +24,12 @@
 namespace collie::testing {
 namespace {
 
-// Elements per rank: one below the CMA range, two inside (uneven), one above.
+// Elements per rank: one below the CMA range of groups that prefer single copies
+// (16 KiB), one below the others' (64 KiB), two inside (uneven), one above.
 std::vector<int64_t> counts_for(DType dt) {
   const int64_t es = static_cast<int64_t>(element_size(dt));
-  return {(60 << 10) / es, (64 << 10) / es + 3, (1 << 20) / es + 1, (9 << 20) / es};
+  return {(12 << 10) / es, (60 << 10) / es, (64 << 10) / es + 3, (1 << 20) / es + 1,
+          (9 << 20) / es};
 }
 
 // Bytes group rank i sends to group rank j in the all_to_all check: a mix of
@@ -280,6 +282,33 @@ TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) 
         setenv("COLLIE_CMA", "always", 1);  // 3 ranks on fewer CPUs would stage anyway
         init();
         check_all_gather_path(rank, 3, (9 << 20) / 4, expected);
+        release();
+      },
+      o);
+}
+
+// From 16 KiB per rank where the group prefers single copies, from 64 KiB
+// elsewhere (direct_ops.h). (Below 16 KiB a shared tensor stages too, so no
+// mismatch could show the path: counts_for() covers those sizes' results.)
+TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingleCopies) {
+  const std::string setting = GetParam();
+  const bool single = cma_works_here() && setting == "single";
+  RunOptions o;
+  o.call_init = false;
+  run_ranks(
+      3,
+      [&](int rank) {
+        setenv("COLLIE_COPY_PATH", rank == 2 ? setting.c_str() : "single", 1);
+        setenv("COLLIE_CMA", "always", 1);
+        init();
+        create_group("at16k", {0, 1, 2});
+        check_path(
+            rank, 3, (16 << 10) / 4, "broadcast", [](const Tensor& x) { broadcast(x, 0, "at16k"); },
+            single);
+        create_group("gather16k", {0, 1, 2});
+        check_path(
+            rank, 3, (16 << 10) / 4, "all_gather_into_tensor",
+            [](const Tensor& x) { all_gather_into_tensor(x, "gather16k"); }, single);
         release();
       },
       o);
