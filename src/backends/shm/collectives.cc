@@ -521,8 +521,10 @@ class BarrierOp final : public StepOp {
 // finished before anyone returns (and frees its input):
 //   - where the group agreed on CMA, pieces of kCmaPairMin to kCmaPairMax bytes,
 //     read with process_vm_readv (2 ranks, 128 KiB-512 KiB per rank: about 1.5x
-//     faster), and larger ones too where it prefers single copies (copy_path.h;
-//     Intel Xeon, 2 ranks, 4 MiB: 437 -> 388 us, OpenMPI 358-393);
+//     faster), and where it prefers single copies (copy_path.h) larger ones too
+//     (Intel Xeon, 2 ranks, 4 MiB: 437 -> 388 us, OpenMPI 358-393) and from
+//     kCmaPairMinSingleCopy (16 KiB pieces: 3.6 -> 2.5 us, the same with inputs
+//     written just before the call; 8 KiB: 2.3 -> 2.0 us, but 2.4 -> 2.9 so);
 //   - when every rank's input is in the shared arena (`shared_input`), pieces of
 //     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
 //     shared tensors stay a single step.
@@ -546,6 +548,7 @@ class AllToAllOp final : public StepOp {
         per_step_(piece_bytes_ / esize_),
         cma_(c.group->cma_for_collectives()),
         cma_unbounded_(cma_ && c.group->prefers_single_copy()),
+        cma_pair_min_(cma_unbounded_ ? kCmaPairMinSingleCopy : kCmaPairMin),
         displ_(2 * send_.size()) {
     const size_t n = send_.size();
     for (size_t i = 1; i < n; ++i) {
@@ -606,6 +609,7 @@ class AllToAllOp final : public StepOp {
 
  private:
   static constexpr size_t kCmaPairMin = 32u << 10;
+  static constexpr size_t kCmaPairMinSingleCopy = 16u << 10;
   static constexpr size_t kCmaPairMax = 512u << 10;
   static constexpr size_t kSharedPairMin = 8u << 10;
   static constexpr size_t kWhereWords = 3;  // input address, arena chunk|present, arena offset
@@ -614,7 +618,7 @@ class AllToAllOp final : public StepOp {
   bool pulled(size_t count) const {
     const size_t bytes = count * esize_;
     if (shared_) return bytes >= kSharedPairMin;
-    return cma_ && bytes >= kCmaPairMin && (bytes < kCmaPairMax || cma_unbounded_);
+    return cma_ && bytes >= cma_pair_min_ && (bytes < kCmaPairMax || cma_unbounded_);
   }
 
   uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
@@ -693,7 +697,8 @@ class AllToAllOp final : public StepOp {
   Counts send_, recv_;
   size_t esize_, header_bytes_, piece_bytes_, per_step_;
   bool cma_;
-  bool cma_unbounded_;  // pieces from kCmaPairMin up read with CMA (prefers_single_copy)
+  bool cma_unbounded_;   // no kCmaPairMax: the group prefers single copies
+  size_t cma_pair_min_;  // the smallest piece read with CMA
   Counts displ_;  // where each piece starts: n in the input, then n in the output
 
   size_t send_displ(size_t rank) const { return displ_[rank]; }

@@ -33,11 +33,13 @@ std::vector<int64_t> counts_for(DType dt) {
 }
 
 // Bytes group rank i sends to group rank j in the all_to_all check: a mix of
-// pieces read through CMA (32 KiB to 512 KiB, odd sizes too), small and large
-// staged ones, and empty ones, different for every pair.
+// pieces read through CMA (32 KiB to 512 KiB, odd sizes too; from 16 KiB and
+// beyond 512 KiB where the group prefers single copies), small and large staged
+// ones, and empty ones, different for every pair.
 int64_t pair_bytes(int i, int j) {
-  static const int64_t palette[] = {0, 1000, 40 << 10, (200 << 10) + 24, 600 << 10, 33 << 10};
-  return palette[(i * 3 + j * 2 + (i == j ? 1 : 0)) % 6];
+  static const int64_t palette[] = {0,         1000,     40 << 10,      (200 << 10) + 24,
+                                    600 << 10, 33 << 10, (20 << 10) + 8};
+  return palette[(i * 3 + j * 2 + (i == j ? 1 : 0)) % 7];
 }
 
 void run_all_to_all_mix(int rank, const std::vector<int>& members, const std::string& group,
