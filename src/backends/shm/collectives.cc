@@ -134,7 +134,10 @@ class ReduceToRootOp final : public ChunkedOp {
                   pipelined_elems(*c.group, count, dtype)),
         op_(op),
         root_(root),
-        sources_(static_cast<size_t>(c.group->size())) {}
+        sources_(static_cast<size_t>(c.group->size())) {
+    // Only calls the two forms split differently (more than one 8 KiB step).
+    if (c.group->config().oversubscribed && count * esize_ > (8u << 10)) set_variant(5);
+  }
 
  protected:
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
@@ -152,11 +155,15 @@ class ReduceToRootOp final : public ChunkedOp {
   // reduction; one step was 0.7x at 128 KiB, 16 steps 1.3x); up to 512 KiB halves;
   // beyond, quarters of at least 256 KiB — smaller steps there lose more to
   // cache-line traffic between the cores than they gain in overlap (2 MiB in
-  // 128 KiB steps took twice as long as in 512 KiB ones). Depends only on what
-  // the fingerprint checks, so every rank splits alike.
+  // 128 KiB steps took twice as long as in 512 KiB ones). With more ranks than
+  // CPUs nothing overlaps and every step waits for every rank to be scheduled,
+  // so a slot's worth at a time (4 ranks on 2 cores: 64 KiB 31 -> 17 us, 128 KiB
+  // 59 -> 27, 512 KiB 120 -> 78). Depends only on what the fingerprint checks
+  // (the oversubscribed form is marked in it), so every rank splits alike.
   static size_t pipelined_elems(const ShmGroup& g, size_t count, DType dtype) {
     const size_t esize = element_size(dtype);
     const size_t bytes = count * esize;
+    if (g.config().oversubscribed) return 0;  // a slot's worth (ChunkedOp)
     size_t step = bytes <= (128u << 10)   ? std::max<size_t>(8u << 10, bytes / 16)
                   : bytes <= (512u << 10) ? bytes / 2
                                           : std::max<size_t>(256u << 10, bytes / 4);

@@ -25,6 +25,8 @@ std::string Fingerprint::describe() const {
     case 1: return s + " (two-shot)";
     case 2: return s + " on shared tensors";
     case 3: return s + " on private tensors (CMA)";
+    case 5:
+      return s + " (a slot per step: more ranks than CPUs)";
     default: return s;
   }
 }

@@ -2,6 +2,9 @@
 // Roots are WORLD ranks (rotated through every rank, so roots != 0 are covered);
 // non-roots of reduce/gather get a shape-[1] tensor of zeros; sub-groups with unsorted
 // rank lists translate world roots through the creation order.
+#include <algorithm>
+#include <thread>
+
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -263,6 +266,36 @@ TEST(RootedOps, ScatterShapeErrors) {
     soft.finish();
     Tensor y = scatter_tensor(Tensor::ones({4, 2}), 1);
     check_tensor(y, DType::Float32, {2, 2}, [](int64_t) { return 1.0; }, "scatter after errors");
+  });
+}
+
+// With more ranks than CPUs a reduce takes a slot's worth per step (every step
+// waits for every rank to be scheduled) instead of the small pipelined steps,
+// and says so in its fingerprint. Shown by a mismatch: rank 0 passes a shared
+// tensor, and the message names each rank's form.
+TEST(RootedOps, ReduceTakesSlotSizedStepsWithMoreRanksThanCpus) {
+  const int n = 4;
+  const bool oversubscribed =
+      static_cast<unsigned>(n) > std::max(1u, std::thread::hardware_concurrency());
+  run_ranks(n, [&](int rank) {
+    const int64_t count = (64 << 10) / 4;
+    Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
+    if (rank == 0) x.copy_from(Tensor::ones({count}));
+    try {
+      reduce(x, 3);
+      RCHECK(false) << "mixing shared and private tensors must fail";
+    } catch (const CommError& e) {
+      const std::string m = e.what();
+      const std::string call = "reduce(sum) float32 x" + std::to_string(count) + " root 3";
+      RCHECK(contains(m, "rank 0: " + call)) << m;
+      for (int r = 1; r < n; ++r) {
+        const size_t at = m.find("rank " + std::to_string(r) + ": " + call);
+        RCHECK(at != std::string::npos) << m;
+        const size_t end = m.find("; rank ", at);
+        const std::string part = m.substr(at, end == std::string::npos ? end : end - at);
+        RCHECK_EQ(contains(part, "(a slot per step: more ranks than CPUs)"), oversubscribed) << m;
+      }
+    }
   });
 }
 
