@@ -532,6 +532,10 @@ class BarrierOp final : public StepOp {
 //     (Intel Xeon, 2 ranks, 4 MiB: 437 -> 388 us, OpenMPI 358-393) and from
 //     kCmaPairMinSingleCopy (16 KiB pieces: 3.6 -> 2.5 us, the same with inputs
 //     written just before the call; 8 KiB: 2.3 -> 2.0 us, but 2.4 -> 2.9 so);
+//     with more ranks than CPUs (where collectives otherwise stage: shm_group.h)
+//     pieces from kCmaPairMinOversubscribed, which take several staged steps,
+//     each waiting for every rank to be scheduled (4 ranks on 2 cores, 2 MiB
+//     pieces: 2.8 -> 1.9 ms; 128 KiB ones gain nothing);
 //   - when every rank's input is in the shared arena (`shared_input`), pieces of
 //     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
 //     shared tensors stay a single step.
@@ -553,9 +557,9 @@ class AllToAllOp final : public StepOp {
         header_bytes_(((2 * send_.size() + kWhereWords) * sizeof(uint64_t) + 63) / 64 * 64),
         piece_bytes_((c.group->slot_bytes() - header_bytes_) / send_.size() / 64 * 64),
         per_step_(piece_bytes_ / esize_),
-        cma_(c.group->cma_for_collectives()),
-        cma_unbounded_(cma_ && c.group->prefers_single_copy()),
-        cma_pair_min_(cma_unbounded_ ? kCmaPairMinSingleCopy : kCmaPairMin),
+        cma_(c.group->cma()),
+        cma_pair_min_(cma_pair_min(*c.group)),
+        cma_pair_max_(cma_pair_max(*c.group)),
         displ_(2 * send_.size()) {
     const size_t n = send_.size();
     for (size_t i = 1; i < n; ++i) {
@@ -617,7 +621,18 @@ class AllToAllOp final : public StepOp {
  private:
   static constexpr size_t kCmaPairMin = 32u << 10;
   static constexpr size_t kCmaPairMinSingleCopy = 16u << 10;
+  static constexpr size_t kCmaPairMinOversubscribed = 512u << 10;
   static constexpr size_t kCmaPairMax = 512u << 10;
+  static constexpr size_t kNoLimit = ~size_t{0};
+
+  // Which pieces are read with CMA (above), where the group agreed on CMA.
+  static size_t cma_pair_min(const ShmGroup& g) {
+    if (!g.cma_for_collectives()) return kCmaPairMinOversubscribed;
+    return g.prefers_single_copy() ? kCmaPairMinSingleCopy : kCmaPairMin;
+  }
+  static size_t cma_pair_max(const ShmGroup& g) {
+    return !g.cma_for_collectives() || g.prefers_single_copy() ? kNoLimit : kCmaPairMax;
+  }
   static constexpr size_t kSharedPairMin = 8u << 10;
   static constexpr size_t kWhereWords = 3;  // input address, arena chunk|present, arena offset
 
@@ -625,7 +640,7 @@ class AllToAllOp final : public StepOp {
   bool pulled(size_t count) const {
     const size_t bytes = count * esize_;
     if (shared_) return bytes >= kSharedPairMin;
-    return cma_ && bytes >= cma_pair_min_ && (bytes < kCmaPairMax || cma_unbounded_);
+    return cma_ && bytes >= cma_pair_min_ && bytes < cma_pair_max_;
   }
 
   uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
@@ -704,8 +719,7 @@ class AllToAllOp final : public StepOp {
   Counts send_, recv_;
   size_t esize_, header_bytes_, piece_bytes_, per_step_;
   bool cma_;
-  bool cma_unbounded_;   // no kCmaPairMax: the group prefers single copies
-  size_t cma_pair_min_;  // the smallest piece read with CMA
+  size_t cma_pair_min_, cma_pair_max_;  // pieces in [min, max) are read with CMA
   Counts displ_;  // where each piece starts: n in the input, then n in the output
 
   size_t send_displ(size_t rank) const { return displ_[rank]; }
