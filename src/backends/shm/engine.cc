@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "backends/shm/futex.h"
@@ -107,6 +108,41 @@ void ShmEngine::post_async(std::vector<Item>& box, Item item) {
   // 6 us). Without a waiter the thread looks again within kParkNs.
 }
 
+// While a caller runs passes itself, the progress thread parks on drivers_ (run())
+// instead of queueing on the progress lock. That matters most in a blocking
+// call's first pass, which may copy a whole tensor under the lock (a pulled
+// message read with CMA): a progress thread woken meanwhile by a peer's ring
+// waited on the lock for the whole copy, had to be woken when it was released,
+// and then took a turn on the caller's core (2 ranks, send_recv of 8 MiB written
+// just before each call: two or three such wake-ups per call).
+class ShmEngine::CallerDriving {
+ public:
+  explicit CallerDriving(ShmEngine& engine) : engine_(engine) {
+    engine_.drivers_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  ~CallerDriving() {
+    // The progress thread is needed again only for asynchronous operations still
+    // in flight: blocking ones are driven by their callers (batch_isend_irecv
+    // waits for its transfers one after the other; waking the thread between
+    // them costs two context switches per call). It looks again within kParkNs
+    // anyway.
+    if (engine_.drivers_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+        engine_.pending_async_.load(std::memory_order_acquire) != 0) {
+      futex_wake(&engine_.drivers_, 1);
+    }
+  }
+  CallerDriving(const CallerDriving&) = delete;
+  CallerDriving& operator=(const CallerDriving&) = delete;
+
+ private:
+  ShmEngine& engine_;
+};
+
+// A blocking call whose first pass may copy this many bytes counts as driving
+// during it (CallerDriving): below, the two atomic updates would cost more than
+// the rare wake-up they avoid.
+constexpr uint64_t kDrivenFirstPassBytes = 64u << 10;
+
 void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
   if (op->work()->info().blocking) return start_blocking(group, std::move(op));
   post_async(inbox_.collectives, std::make_pair(group, std::move(op)));
@@ -119,6 +155,9 @@ void ShmEngine::start_blocking(ShmGroup* group, std::unique_ptr<OpState> op) {
   // was issued earlier — and gets its first pass now. A small call publishes its
   // step before the caller even reaches drive().
   submitted_one(/*blocking=*/true);
+  const OpInfo& info = op->work()->info();
+  std::optional<CallerDriving> driving;
+  if (info.count * element_size(info.dtype) >= kDrivenFirstPassBytes) driving.emplace(*this);
   std::lock_guard<std::mutex> lock(progress_mu_);
   take_inbox();
   count_queued(*group, 1);
@@ -141,7 +180,7 @@ void ShmEngine::enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
 }
 
 template <typename Start>
-void ShmEngine::start_blocking_transfer(Start start) {
+void ShmEngine::start_blocking_transfer(Start start, uint64_t bytes) {
   // As start_blocking: the caller drives it, so straight to the matcher (behind
   // earlier transfers still in the inbox, which keeps messages between a pair of
   // ranks in issue order) and a first step now: a small send is in the peer's
@@ -149,6 +188,8 @@ void ShmEngine::start_blocking_transfer(Start start) {
   // leaves incoming messages alone: a receive posted just after it is cheaper than
   // an unexpected-message buffer.)
   submitted_one(/*blocking=*/true);
+  std::optional<CallerDriving> driving;
+  if (bytes >= kDrivenFirstPassBytes) driving.emplace(*this);
   std::lock_guard<std::mutex> lock(progress_mu_);
   take_inbox();
   start();
@@ -157,10 +198,13 @@ void ShmEngine::start_blocking_transfer(Start start) {
 void ShmEngine::submit_send(SendRequest request) {
   if (request.work->info().blocking) {
     const int dst = request.dst;
-    return start_blocking_transfer([&] {
-      p2p_.add_send(std::move(request));
-      p2p_.advance_sends(dst);
-    });
+    const uint64_t bytes = request.nbytes;
+    return start_blocking_transfer(
+        [&] {
+          p2p_.add_send(std::move(request));
+          p2p_.advance_sends(dst);
+        },
+        bytes);
   }
   post_async(inbox_.sends, std::move(request));
 }
@@ -168,10 +212,13 @@ void ShmEngine::submit_send(SendRequest request) {
 void ShmEngine::submit_recv(RecvRequest request) {
   if (request.work->info().blocking) {
     const int src = request.src;
-    return start_blocking_transfer([&] {
-      p2p_.add_recv(std::move(request));
-      p2p_.advance_incoming(src);
-    });
+    const uint64_t bytes = request.nbytes;
+    return start_blocking_transfer(
+        [&] {
+          p2p_.add_recv(std::move(request));
+          p2p_.advance_incoming(src);
+        },
+        bytes);
   }
   post_async(inbox_.recvs, std::move(request));
 }
@@ -227,7 +274,7 @@ void ShmEngine::shutdown() {
     // Messages that arrived for receives never posted: read them, so their
     // senders complete (p2p.h), as if this rank had buffered them at once.
     std::lock_guard<std::mutex> lock(progress_mu_);
-    p2p_.buffer_deferred_pulls(/*all=*/true);
+    p2p_.buffer_deferred_pulls(/*all=*/true, P2PMatcher::Runner::kCaller);
   }
   stop_.store(true);
   my_doorbell().ring();
@@ -331,10 +378,10 @@ bool ShmEngine::advance_group(ShmGroup& group) {
   return moved;
 }
 
-bool ShmEngine::pass() {
+bool ShmEngine::pass(P2PMatcher::Runner runner) {
   bool moved = take_inbox();
   for (ShmGroup* g : groups_) moved |= advance_group(*g);
-  moved |= p2p_.advance();
+  moved |= p2p_.advance(runner);
   return moved;
 }
 
@@ -386,9 +433,9 @@ void ShmEngine::check_stalls(Clock::time_point now) {
   p2p_.check_stalls(now, liveness_due);
 }
 
-bool ShmEngine::locked_pass(bool check_stalls_now) {
+bool ShmEngine::locked_pass(bool check_stalls_now, P2PMatcher::Runner runner) {
   std::lock_guard<std::mutex> lock(progress_mu_);
-  bool moved = pass();
+  bool moved = pass(runner);
   // Deadlines are seconds long: the clock is read for them only every
   // kPassesPerStallCheck passes (a reading costs as much as an idle pass). Busy
   // passes count too: a rank still moving data with some peers must notice one
@@ -401,16 +448,17 @@ bool ShmEngine::locked_pass(bool check_stalls_now) {
 }
 
 template <typename Done>
-void ShmEngine::sleep_unless_progress(Done done, bool idle, int64_t timeout_ns) {
+void ShmEngine::sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner runner,
+                                      int64_t timeout_ns) {
   Doorbell& bell = my_doorbell();
   uint32_t seen = bell.prepare_wait(idle);
   // The pass after prepare_wait closes the race with a peer ringing just before.
   // A deferred pulled message must be read within its grace even if nobody rings.
   if (p2p_.has_deferred()) {
     std::lock_guard<std::mutex> lock(progress_mu_);
-    timeout_ns = std::min<int64_t>(timeout_ns, p2p_.shortest_grace().count());
+    timeout_ns = std::min<int64_t>(timeout_ns, p2p_.shortest_grace(runner).count());
   }
-  if (!locked_pass(/*check_stalls_now=*/true) && !done()) bell.wait(seen, timeout_ns);
+  if (!locked_pass(/*check_stalls_now=*/true, runner) && !done()) bell.wait(seen, timeout_ns);
   bell.finish_wait(idle);
 }
 
@@ -424,12 +472,12 @@ void ShmEngine::drive(const Work& work, const Clock::time_point* deadline) {
       COLLIE_CPU_RELAX();
     }
   };
-  drivers_.fetch_add(1, std::memory_order_acq_rel);
+  CallerDriving driving(*this);
   Clock::time_point spin_start;  // read when spinning starts
   unsigned spins = 0;  // idle passes since the last progress
   unsigned moved = 0;  // passes that made progress (the deadline is read every 16th)
   while (!work.is_completed()) {
-    if (locked_pass(false)) {
+    if (locked_pass(false, P2PMatcher::Runner::kCaller)) {
       spins = 0;
       if (deadline != nullptr && ++moved % 16 == 0 && Clock::now() >= *deadline) break;
       continue;
@@ -453,16 +501,9 @@ void ShmEngine::drive(const Work& work, const Clock::time_point* deadline) {
       sleep_ns = std::min<int64_t>(
           sleep_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(*deadline - now).count());
     }
-    sleep_unless_progress([&] { return work.is_completed(); }, /*idle=*/false, sleep_ns);
+    sleep_unless_progress([&] { return work.is_completed(); }, /*idle=*/false,
+                          P2PMatcher::Runner::kCaller, sleep_ns);
     spins = 0;
-  }
-  // The progress thread is needed again only for asynchronous operations still in
-  // flight: blocking ones are driven by their callers (batch_isend_irecv waits for
-  // its transfers one after the other; waking the thread between them costs two
-  // context switches per call). It looks again within kParkNs anyway.
-  if (drivers_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-      pending_async_.load(std::memory_order_acquire) != 0) {
-    futex_wake(&drivers_, 1);
   }
 }
 
@@ -478,7 +519,7 @@ void ShmEngine::run() {
       futex_wait(&drivers_, drivers, kParkNs);
       continue;
     }
-    if (locked_pass(false)) {
+    if (locked_pass(false, P2PMatcher::Runner::kProgressThread)) {
       spin_start = Clock::now();
       continue;
     }
@@ -490,7 +531,8 @@ void ShmEngine::run() {
       COLLIE_CPU_RELAX();
       continue;
     }
-    sleep_unless_progress([] { return false; }, idle, idle ? kIdleSleepNs : kBusySleepNs);
+    sleep_unless_progress([] { return false; }, idle, P2PMatcher::Runner::kProgressThread,
+                          idle ? kIdleSleepNs : kBusySleepNs);
     spin_start = Clock::now();
   }
 }

@@ -91,7 +91,10 @@ class ShmEngine final : public ProgressDriver {
   std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled
   std::atomic<bool> stop_{false};
   std::mutex progress_mu_;            // held for every pass, by whichever thread runs it
-  std::atomic<uint32_t> drivers_{0};  // threads inside drive() (a futex word)
+  // Threads inside drive(), or in the first pass of a large blocking call
+  // (CallerDriving); the progress thread stays parked while there are any (a
+  // futex word).
+  std::atomic<uint32_t> drivers_{0};
   std::chrono::nanoseconds spin_budget_{0};
   unsigned yield_every_ = 32;                // polls between sched_yield() while spinning
   std::chrono::steady_clock::time_point last_liveness_check_;
@@ -102,16 +105,19 @@ class ShmEngine final : public ProgressDriver {
   void run();
   void submitted_one(bool blocking);
   void finished_one(bool blocking);
-  bool pass();
-  bool locked_pass(bool check_stalls_now);
+  bool pass(P2PMatcher::Runner runner);
+  bool locked_pass(bool check_stalls_now, P2PMatcher::Runner runner);
   // Sleeps on the doorbell unless a last pass moves something or `done()` holds.
   template <typename Done>
-  void sleep_unless_progress(Done done, bool idle, int64_t timeout_ns);
+  void sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner runner, int64_t timeout_ns);
   bool take_inbox();
   void count_queued(ShmGroup& group, int delta);  // progress lock held
   void start_blocking(ShmGroup* group, std::unique_ptr<OpState> op);
   template <typename Start>
-  void start_blocking_transfer(Start start);
+  void start_blocking_transfer(Start start, uint64_t bytes);
+  // Counts the calling thread among drivers_ while it lives (drive(), and the
+  // first pass of a large blocking call).
+  class CallerDriving;
   template <typename Item>
   void post_async(std::vector<Item>& box, Item item);
   // Appends to the group's queue (progress lock held; queue_size already counted).

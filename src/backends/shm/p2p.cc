@@ -150,8 +150,8 @@ void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
   complete(r.req.work, nullptr);
 }
 
-bool P2PMatcher::advance() {
-  bool moved = has_deferred() && buffer_deferred_pulls(/*all=*/false);
+bool P2PMatcher::advance(Runner runner) {
+  bool moved = has_deferred() && buffer_deferred_pulls(/*all=*/false, runner);
   for (int peer = 0; peer < world_.size(); ++peer) {
     moved |= advance_incoming(peer);
     if (!sends_[static_cast<size_t>(peer)].empty() ||

@@ -46,14 +46,20 @@
 // arrived early). After the grace, or when the engine stops, it is read into an
 // unexpected buffer, so no order of sends and receives can deadlock: a sender
 // waits at most the grace longer. While this rank has sends of its own to that
-// source in flight the grace is kCrossingGrace: the rank is likely blocked in
-// one (both ranks sending first, then receiving, the usual head-to-head
+// source in flight and a caller is driving the engine (it waits in a blocking
+// call), the grace is kCrossingGrace: that caller is likely blocked in one of
+// those sends (both ranks sending first, then receiving, the usual head-to-head
 // exchange), its receive comes only after that send, and the send only after
 // the peer reads it (2 ranks, blocking send then recv of 256 KiB each way:
-// 1.3 ms with the full grace). Long enough for the receive that an exchange
-// posts with its send (batch_isend_irecv: reading the message into a buffer
-// there would copy it twice). Reads are acknowledged in order: pulls_done is the
-// longest prefix of the source's pulled messages read.
+// 1.3 ms with the full grace). The progress thread, which runs only while no
+// caller waits, keeps the full grace: the caller is then between two calls,
+// about to post the receive (batch_isend_irecv posts it just after its send),
+// and competes with that thread for its core (2 ranks, send_recv of 2 MiB
+// written just before each call: the thread buffered the message after 20 us
+// and the receive copied it again, 330 against 230 us). Long enough for the receive that an
+// exchange posts with its send (batch_isend_irecv: reading the message into a buffer there would
+// copy it twice). Reads are acknowledged in order: pulls_done is the longest prefix of the source's
+// pulled messages read.
 //
 // Used only under the engine's progress lock.
 #pragma once
@@ -106,8 +112,12 @@ class P2PMatcher {
 
   void add_send(SendRequest request);
   void add_recv(RecvRequest request);
+  // Who runs a pass: a caller waiting in a blocking call, or the progress thread
+  // while no caller waits. Only a caller gives a deferred message from a rank it
+  // sends to the short kCrossingGrace (above).
+  enum class Runner { kCaller, kProgressThread };
   // Moves every transfer forward as far as possible. True if anything moved.
-  bool advance();
+  bool advance(Runner runner);
   // The same for the sends to one world rank, or the messages from one (a new
   // request's first step).
   bool advance_sends(int dst);
@@ -118,10 +128,10 @@ class P2PMatcher {
   // Some pulled message is deferred: advance() must run again within
   // shortest_grace() (progress lock held).
   bool has_deferred() const { return deferred_count_.load(std::memory_order_relaxed) != 0; }
-  std::chrono::nanoseconds shortest_grace() const;
+  std::chrono::nanoseconds shortest_grace(Runner runner) const;
   // Reads the deferred messages past their grace (`all`: every one, before the
   // engine stops) into unexpected buffers. True if any was read.
-  bool buffer_deferred_pulls(bool all);
+  bool buffer_deferred_pulls(bool all, Runner runner);
   static constexpr auto kPullGrace = std::chrono::milliseconds(1);
   // The grace of a message from a rank this one is sending to (above).
   static constexpr auto kCrossingGrace = std::chrono::microseconds(20);
@@ -212,7 +222,7 @@ class P2PMatcher {
   // waiting to be pulled).
   bool sending_to(int peer) const;
   // How long a deferred message from `src` waits for its receive (above).
-  std::chrono::nanoseconds grace_for(int src) const;
+  std::chrono::nanoseconds grace_for(int src, Runner runner) const;
   // Reads pulled message `u` from `src` into its unexpected buffer.
   void buffer_pulled(int src, Unexpected& u);
   // Reads pulled message `u` straight into the receive `r` it matched, and completes it.

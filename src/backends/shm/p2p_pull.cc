@@ -43,12 +43,13 @@ bool P2PMatcher::sending_to(int peer) const {
          !awaiting_pull_[static_cast<size_t>(peer)].empty();
 }
 
-std::chrono::nanoseconds P2PMatcher::grace_for(int src) const {
-  return sending_to(src) ? std::chrono::nanoseconds(kCrossingGrace)
-                         : std::chrono::nanoseconds(kPullGrace);
+std::chrono::nanoseconds P2PMatcher::grace_for(int src, Runner runner) const {
+  return runner == Runner::kCaller && sending_to(src) ? std::chrono::nanoseconds(kCrossingGrace)
+                                                      : std::chrono::nanoseconds(kPullGrace);
 }
 
-std::chrono::nanoseconds P2PMatcher::shortest_grace() const {
+std::chrono::nanoseconds P2PMatcher::shortest_grace(Runner runner) const {
+  if (runner != Runner::kCaller) return kPullGrace;
   for (int src = 0; src < world_.size(); ++src) {
     if (!sending_to(src)) continue;
     for (const Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
@@ -104,13 +105,13 @@ void P2PMatcher::buffer_pulled(int src, Unexpected& u) {
   }
 }
 
-bool P2PMatcher::buffer_deferred_pulls(bool all) {
+bool P2PMatcher::buffer_deferred_pulls(bool all, Runner runner) {
   const Clock::time_point now = Clock::now();
   bool moved = false;
   for (int src = 0; src < world_.size(); ++src) {
     bool read = false;
     for (Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
-      if (u.deferred && (all || now - u.arrived >= grace_for(src))) {
+      if (u.deferred && (all || now - u.arrived >= grace_for(src, runner))) {
         buffer_pulled(src, u);
         read = true;
       }
