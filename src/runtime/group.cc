@@ -26,14 +26,17 @@ int Group::group_rank_of(int world_rank) const {
 }
 
 namespace {
-// No single-copy path starts below this many bytes (backends/shm/direct_ops.h).
-constexpr size_t kSingleCopyMinBytes = 16u << 10;
+// No single-copy path starts below this many bytes per tensor
+// (backends/shm/direct_ops.h).
+constexpr uint64_t kSingleCopyMinBytes = 16u << 10;
 
-bool holds_large_tensor(std::initializer_list<const Tensor*> tensors) {
-  for (const Tensor* t : tensors) {
-    if (t->nbytes() >= kSingleCopyMinBytes) return true;
-  }
-  return false;
+// Whether a call of `info` may move a tensor of kSingleCopyMinBytes: none of its
+// tensors holds more than `count` elements per rank of the group (all_gather's
+// output, scatter's input). An estimate from the OpInfo, which costs less than
+// asking every tensor.
+bool may_be_large(const OpInfo& info, int group_size) {
+  return info.count * element_size(info.dtype) * static_cast<uint64_t>(group_size) >=
+         kSingleCopyMinBytes;
 }
 }  // namespace
 
@@ -50,7 +53,7 @@ WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_ali
   // costs two atomic reference-count updates), and large ones, which may take a
   // single-copy path whose Work must be able to outlive a failure with them
   // (Work::retain_on_failure).
-  if (!work->info().blocking || holds_large_tensor(keep_alive)) {
+  if (!work->info().blocking || may_be_large(work->info(), size())) {
     for (const Tensor* t : keep_alive) work->keep_alive(*t);
   }
   launch(*backend_, work);
