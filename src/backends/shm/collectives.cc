@@ -303,24 +303,24 @@ class TwoShotAllReduceOp final : public StepOp {
 // (64 KiB: 15 against 28 us; 1 MiB: 293 against 532).
 // COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces one (it must match on every rank;
 // the variant is in the fingerprint, so a mismatch fails loudly).
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
+enum class AllReduceAlgo { kAuto, kOneShot, kTwoShot };
 
-// "oneshot" or "twoshot" when COLLIE_ALLREDUCE_ALGO forces one, else empty (auto).
-const std::string& forced_all_reduce_algo() {
-  static const std::string forced = [] {
-    const std::string v = env_or_empty("COLLIE_ALLREDUCE_ALGO");
-    return v == "oneshot" || v == "twoshot" ? v : std::string();
+// COLLIE_ALLREDUCE_ALGO, read once (every all_reduce asks).
+AllReduceAlgo forced_all_reduce_algo() {
+  static const AllReduceAlgo forced = [] {
+    const char* v = std::getenv("COLLIE_ALLREDUCE_ALGO");
+    const std::string name = v != nullptr ? v : "";
+    if (name == "oneshot") return AllReduceAlgo::kOneShot;
+    if (name == "twoshot") return AllReduceAlgo::kTwoShot;
+    return AllReduceAlgo::kAuto;
   }();
   return forced;
 }
 
 bool use_two_shot(const ShmGroup& g, size_t bytes) {
-  const std::string& forced = forced_all_reduce_algo();
-  if (g.size() <= 1 || forced == "oneshot") return false;
-  if (forced == "twoshot") return true;
+  const AllReduceAlgo forced = forced_all_reduce_algo();
+  if (g.size() <= 1 || forced == AllReduceAlgo::kOneShot) return false;
+  if (forced == AllReduceAlgo::kTwoShot) return true;
   if (g.prefers_single_copy()) return bytes >= (g.size() == 2 ? (8u << 10) : (16u << 10));
   return bytes >= (g.size() == 2 ? (128u << 10) : (256u << 10));
 }
@@ -752,7 +752,7 @@ size_t check_all_to_all_counts(const ShmGroup& g, const OpInfo& info,
   return max_count;
 }
 
-bool all_reduce_algo_forced() { return !forced_all_reduce_algo().empty(); }
+bool all_reduce_algo_forced() { return forced_all_reduce_algo() != AllReduceAlgo::kAuto; }
 
 std::unique_ptr<OpState> make_all_reduce(CollectiveCall c, const void* in, void* out, size_t count,
                                          DType dtype, ReduceOp op) {
