@@ -30,6 +30,7 @@
 #include "backends/shm/p2p.h"
 #include "backends/shm/shm_group.h"
 #include "runtime/work.h"
+#include "self_world.h"
 
 namespace {
 
@@ -41,18 +42,9 @@ constexpr uint64_t kGroupId = 0x5eed;
 constexpr size_t kRingBytes = 4096;
 
 ShmGroup& world() {
-  static ShmGroup* g = [] {
-    collie::detail::ShmGroupConfig cfg;
-    cfg.job_id = "fuzz" + std::to_string(getpid());
-    cfg.name = "fuzz";
-    cfg.group_id = kGroupId;
-    cfg.world_ranks = {0};
-    cfg.slot_bytes = 4096;
-    cfg.ring_bytes = kRingBytes;
-    cfg.with_rings = true;
-    cfg.timeout_seconds = 1;
-    return new ShmGroup(cfg);  // kept for the whole run; its name is already unlinked
-  }();
+  // Kept for the whole run; its name is already unlinked.
+  static ShmGroup* g =
+      new ShmGroup(collie::detail::self_world_config("fuzz", kGroupId, kRingBytes, 1));
   return *g;
 }
 

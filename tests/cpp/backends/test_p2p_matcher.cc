@@ -15,6 +15,7 @@
 #include "backends/shm/shm_group.h"
 #include "collie/errors.h"
 #include "runtime/work.h"
+#include "self_world.h"
 
 namespace collie::detail {
 namespace {
@@ -22,19 +23,7 @@ namespace {
 constexpr uint64_t kGroupId = 0x77;
 constexpr size_t kRingBytes = 4096;
 
-ShmGroupConfig self_world() {
-  static int counter = 0;
-  ShmGroupConfig cfg;
-  cfg.job_id = "matcher" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  cfg.name = "matcher";
-  cfg.group_id = kGroupId;
-  cfg.world_ranks = {0};
-  cfg.slot_bytes = 4096;
-  cfg.ring_bytes = kRingBytes;
-  cfg.with_rings = true;
-  cfg.timeout_seconds = 5;
-  return cfg;
-}
+ShmGroupConfig self_world() { return self_world_config("matcher", kGroupId, kRingBytes, 5); }
 
 // A matcher over a fresh one-rank world, with helpers to send and receive int32
 // vectors to and from itself.
