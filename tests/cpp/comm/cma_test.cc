@@ -116,10 +116,16 @@ void run_data_movers(int rank, const std::vector<int>& members, const std::strin
 }
 
 // Elements per rank for the reductions: below both CMA ranges, inside reduce's
-// only, inside both (uneven, over several 256 KiB pieces per slice).
-std::vector<int64_t> reduction_counts(DType dt) {
+// only, inside both (uneven); for two cases also one whose slices take several
+// 256 KiB pieces at 4 ranks (every element is checked, which costs more than
+// the call: the others stay small).
+std::vector<int64_t> reduction_counts(DType dt, ReduceOp op) {
   const int64_t es = static_cast<int64_t>(element_size(dt));
-  return {(30 << 10) / es, (32 << 10) / es + 3, (1 << 20) / es + 5};
+  std::vector<int64_t> counts = {(30 << 10) / es, (32 << 10) / es + 3, (160 << 10) / es + 5};
+  if ((dt == DType::Float32 && op == ReduceOp::SUM) || (dt == DType::Int8 && op == ReduceOp::MAX)) {
+    counts.push_back((2 << 20) / es + 5);
+  }
+  return counts;
 }
 
 void run_reductions(int rank, const std::vector<int>& members, const std::string& group,
@@ -128,7 +134,7 @@ void run_reductions(int rank, const std::vector<int>& members, const std::string
   const int root = members[static_cast<size_t>(n - 1)];
   for (DType dt : {DType::Float32, DType::Int8, DType::Float64, DType::BFloat16, DType::Bool}) {
     for (ReduceOp op : all_reduce_ops()) {
-      for (int64_t count : reduction_counts(dt)) {
+      for (int64_t count : reduction_counts(dt, op)) {
         const std::string what = std::string(dtype_name(dt)) + " " +
                                  std::string(reduce_op_name(op)) +
                                  " count=" + std::to_string(count) + " on " + group;
