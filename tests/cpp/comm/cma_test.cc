@@ -68,7 +68,8 @@ void run_all_to_all_mix(int rank, const std::vector<int>& members, const std::st
   soft.check(what, [&] {
     Tensor x = make_tensor({sent}, dt, [&](int64_t k) { return value_at(send, me, true, k); });
     auto [y, h] = all_to_all_single_with_output_shape({received}, x, recv, send, group);
-    check_tensor(y, dt, {received}, [&](int64_t k) { return value_at(recv, me, false, k); }, what);
+    check_tensor(
+        y, dt, {received}, [&](int64_t k) { return value_at(recv, me, false, k); }, what);
   });
 }
 
@@ -81,35 +82,44 @@ void run_data_movers(int rank, const std::vector<int>& members, const std::strin
   for (DType dt : {DType::Float32, DType::Int8, DType::Float64, DType::BFloat16, DType::Bool}) {
     run_all_to_all_mix(rank, members, group, dt, soft);
     for (int64_t count : counts_for(dt)) {
-      const std::string what = std::string(dtype_name(dt)) + " count=" + std::to_string(count) +
-                                " on " + group;
+      const std::string what =
+          std::string(dtype_name(dt)) + " count=" + std::to_string(count) + " on " + group;
       soft.check("all_gather " + what, [&] {
         Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
         auto [y, h] = all_gather_into_tensor(x, group);
-        check_tensor(y, dt, {count * n}, [&](int64_t i) {
-          return pattern_value(dt, members[static_cast<size_t>(i / count)], i % count);
-        }, "all_gather " + what);
+        check_tensor(
+            y, dt, {count * n},
+            [&](int64_t i) {
+              return pattern_value(dt, members[static_cast<size_t>(i / count)], i % count);
+            },
+            "all_gather " + what);
       });
       soft.check("broadcast " + what, [&] {
         Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
         Tensor y = broadcast(x, root, group);
-        check_tensor(y, dt, {count}, [&](int64_t i) { return pattern_value(dt, root, i); },
-                     "broadcast " + what);
+        check_tensor(
+            y, dt, {count}, [&](int64_t i) { return pattern_value(dt, root, i); },
+            "broadcast " + what);
       });
       soft.check("gather " + what, [&] {
         Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
         Tensor y = gather_into_tensor(x, root, group);
         if (me == root_index) {
-          check_tensor(y, dt, {count * n}, [&](int64_t i) {
-            return pattern_value(dt, members[static_cast<size_t>(i / count)], i % count);
-          }, "gather " + what);
+          check_tensor(
+              y, dt, {count * n},
+              [&](int64_t i) {
+                return pattern_value(dt, members[static_cast<size_t>(i / count)], i % count);
+              },
+              "gather " + what);
         }
       });
       soft.check("scatter " + what, [&] {
-        Tensor x = make_tensor({count * n}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        Tensor x =
+            make_tensor({count * n}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
         Tensor y = scatter_tensor(x, root, group);
-        check_tensor(y, dt, {count}, [&](int64_t i) { return pattern_value(dt, root, me * count + i); },
-                     "scatter " + what);
+        check_tensor(
+            y, dt, {count}, [&](int64_t i) { return pattern_value(dt, root, me * count + i); },
+            "scatter " + what);
       });
     }
   }
@@ -267,7 +277,8 @@ TEST_P(CmaPath, PrivateMidSizedCallsUseCmaWhereTheSystemAllowsIt) {
   const int n = GetParam();
   const bool expected = cma_works_here() && static_cast<unsigned>(n) <=
                                                 std::max(1u, std::thread::hardware_concurrency());
-  run_ranks(n, [expected, n](int rank) { check_all_gather_path(rank, n, (1 << 20) / 4, expected); });
+  run_ranks(n,
+            [expected, n](int rank) { check_all_gather_path(rank, n, (1 << 20) / 4, expected); });
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaPath, ::testing::Values(2, 3), world_size_name);
@@ -278,21 +289,29 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaPath, ::testing::Values(2, 3), world_siz
 // the ranks still agree. Shown as above, by a mismatch that names each path.
 class CmaCopyPath : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) {
-  const std::string setting = GetParam();  // rank 2's COLLIE_COPY_PATH; the others' is single
-  const bool expected = cma_works_here() && setting == "single";
+// Runs `body(rank)` on 3 ranks between init() and release(), with
+// COLLIE_COPY_PATH=single on ranks 0 and 1 and `setting` on rank 2, and CMA for
+// collectives whatever the CPU count (3 ranks on fewer CPUs would stage anyway).
+void run_with_copy_path(const std::string& setting, const std::function<void(int)>& body) {
   RunOptions o;
   o.call_init = false;
   run_ranks(
       3,
       [&](int rank) {
         setenv("COLLIE_COPY_PATH", rank == 2 ? setting.c_str() : "single", 1);
-        setenv("COLLIE_CMA", "always", 1);  // 3 ranks on fewer CPUs would stage anyway
+        setenv("COLLIE_CMA", "always", 1);
         init();
-        check_all_gather_path(rank, 3, (9 << 20) / 4, expected);
+        body(rank);
         release();
       },
       o);
+}
+
+TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) {
+  const std::string setting = GetParam();  // rank 2's COLLIE_COPY_PATH; the others' is single
+  const bool expected = cma_works_here() && setting == "single";
+  run_with_copy_path(setting,
+                     [&](int rank) { check_all_gather_path(rank, 3, (9 << 20) / 4, expected); });
 }
 
 // From 16 KiB per rank where the group prefers single copies, from 64 KiB
@@ -301,25 +320,16 @@ TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) 
 TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
   const bool single = cma_works_here() && setting == "single";
-  RunOptions o;
-  o.call_init = false;
-  run_ranks(
-      3,
-      [&](int rank) {
-        setenv("COLLIE_COPY_PATH", rank == 2 ? setting.c_str() : "single", 1);
-        setenv("COLLIE_CMA", "always", 1);
-        init();
-        create_group("at16k", {0, 1, 2});
-        check_path(
-            rank, 3, (16 << 10) / 4, "broadcast", [](const Tensor& x) { broadcast(x, 0, "at16k"); },
-            single);
-        create_group("gather16k", {0, 1, 2});
-        check_path(
-            rank, 3, (16 << 10) / 4, "all_gather_into_tensor",
-            [](const Tensor& x) { all_gather_into_tensor(x, "gather16k"); }, single);
-        release();
-      },
-      o);
+  run_with_copy_path(setting, [&](int rank) {
+    create_group("at16k", {0, 1, 2});
+    check_path(
+        rank, 3, (16 << 10) / 4, "broadcast", [](const Tensor& x) { broadcast(x, 0, "at16k"); },
+        single);
+    create_group("gather16k", {0, 1, 2});
+    check_path(
+        rank, 3, (16 << 10) / 4, "all_gather_into_tensor",
+        [](const Tensor& x) { all_gather_into_tensor(x, "gather16k"); }, single);
+  });
 }
 
 // The reductions take CMA only where the group prefers single copies, and then
@@ -328,41 +338,32 @@ TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingle
 TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
   const bool single = cma_works_here() && setting == "single";
-  RunOptions o;
-  o.call_init = false;
-  run_ranks(
-      3,
-      [&](int rank) {
-        setenv("COLLIE_COPY_PATH", rank == 2 ? setting.c_str() : "single", 1);
-        setenv("COLLIE_CMA", "always", 1);
-        init();
-        struct Case {
-          int64_t bytes;
-          bool all_reduce;  // else reduce to group rank 2
-          bool cma;
-        };
-        const Case cases[] = {{1 << 20, true, single},
-                              {64 << 10, true, false},
-                              {17 << 20, true, false},
-                              {32 << 10, false, single},
-                              {(32 << 10) - 64, false, false}};
-        int made = 0;
-        for (const Case& c : cases) {
-          const std::string group = "case" + std::to_string(made++);
-          create_group(group, {0, 1, 2});
-          if (c.all_reduce) {
-            check_path(
-                rank, 3, c.bytes / 4, "all_reduce(sum)",
-                [&](const Tensor& x) { all_reduce(x, ReduceOp::SUM, group); }, c.cma);
-          } else {
-            check_path(
-                rank, 3, c.bytes / 4, "reduce(sum)",
-                [&](const Tensor& x) { reduce(x, 2, ReduceOp::SUM, group); }, c.cma);
-          }
-        }
-        release();
-      },
-      o);
+  run_with_copy_path(setting, [&](int rank) {
+    struct Case {
+      int64_t bytes;
+      bool all_reduce;  // else reduce to group rank 2
+      bool cma;
+    };
+    const Case cases[] = {{1 << 20, true, single},
+                          {64 << 10, true, false},
+                          {17 << 20, true, false},
+                          {32 << 10, false, single},
+                          {(32 << 10) - 64, false, false}};
+    int made = 0;
+    for (const Case& c : cases) {
+      const std::string group = "case" + std::to_string(made++);
+      create_group(group, {0, 1, 2});
+      if (c.all_reduce) {
+        check_path(
+            rank, 3, c.bytes / 4, "all_reduce(sum)",
+            [&](const Tensor& x) { all_reduce(x, ReduceOp::SUM, group); }, c.cma);
+      } else {
+        check_path(
+            rank, 3, c.bytes / 4, "reduce(sum)",
+            [&](const Tensor& x) { reduce(x, 2, ReduceOp::SUM, group); }, c.cma);
+      }
+    }
+  });
 }
 
 // COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces a staged all_reduce, on private

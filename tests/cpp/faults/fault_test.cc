@@ -200,12 +200,21 @@ Faulted fault_mid_operation(const std::string& scenario, int sig) {
   return out;
 }
 
+// `scenario` with rank 1 SIGKILLed inside the operation: the launcher names it,
+// and ranks 0 and 2 raise CommError naming it, with `what` in the message.
+// False if the fault could not be landed (already reported).
+bool killed_mid_operation(const std::string& scenario, const std::string& what, Faulted* x) {
+  *x = fault_mid_operation(scenario, SIGKILL);
+  if (x->t0 == 0) return false;
+  expect_verdict(x->f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
+  expect_survivors(*x->job, scenario.c_str(), {0, 2}, "CommError", x->t0, what, 1);
+  print_launcher(*x->job, scenario.c_str(), x->t0);
+  return true;
+}
+
 TEST(FaultInjection, SigkillMidAllReduce) {
-  Faulted x = fault_mid_operation("kill_all_reduce", SIGKILL);
-  ASSERT_TRUE(x.t0 != 0);
-  expect_verdict(x.f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
-  expect_survivors(*x.job, "kill_all_reduce", {0, 2}, "CommError", x.t0, "all_reduce", 1);
-  print_launcher(*x.job, "kill_all_reduce", x.t0);
+  Faulted x;
+  ASSERT_TRUE(killed_mid_operation("kill_all_reduce", "all_reduce", &x));
   // The flight recorder dumped the failed operation into COLLIE_TRACE_DIR.
   for (int r : {0, 2}) EXPECT_TRUE(trace_mentions(*x.job, r, "FAILED")) << "rank " << r;
   expect_clean(*x.job, x.f);
@@ -215,11 +224,8 @@ TEST(FaultInjection, SigkillMidAllReduce) {
 // process_vm_readv/writev: the dead peer's memory is gone, so a survivor fails
 // either on a read or write (the kernel's ESRCH) or on the wait that follows.
 TEST(FaultInjection, SigkillMidCmaAllReduce) {
-  Faulted x = fault_mid_operation("kill_cma_all_reduce", SIGKILL);
-  ASSERT_TRUE(x.t0 != 0);
-  expect_verdict(x.f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
-  expect_survivors(*x.job, "kill_cma_all_reduce", {0, 2}, "CommError", x.t0, "all_reduce", 1);
-  print_launcher(*x.job, "kill_cma_all_reduce", x.t0);
+  Faulted x;
+  ASSERT_TRUE(killed_mid_operation("kill_cma_all_reduce", "all_reduce", &x));
   expect_clean(*x.job, x.f);
 }
 
@@ -240,12 +246,9 @@ TEST(FaultInjection, SigstopMidCmaAllReduceGivesTimeout) {
 // big_exchange, so the survivors surely still need it). Both raise CommError for
 // a transfer with rank 1 while their exchange with each other goes on.
 TEST(FaultInjection, SigkillMidBatchIsendIrecv) {
-  Faulted x = fault_mid_operation("kill_batch", SIGKILL);
-  ASSERT_TRUE(x.t0 != 0);
-  expect_verdict(x.f, {1}, 128 + SIGKILL, "rank 1 was killed by signal SIGKILL");
+  Faulted x;
   // The first failing op of the batch is reported: a send or a recv involving rank 1.
-  expect_survivors(*x.job, "kill_batch", {0, 2}, "CommError", x.t0, "peer 1", 1);
-  print_launcher(*x.job, "kill_batch", x.t0);
+  ASSERT_TRUE(killed_mid_operation("kill_batch", "peer 1", &x));
   expect_clean(*x.job, x.f);
 }
 
