@@ -39,6 +39,9 @@ class FlightRecorder {
   // Any thread. A finish for an entry a newer operation already took changes nothing.
   void finished(uint64_t seq, const std::string& error);  // error empty on success
 
+  // The group's name, as given to the constructor.
+  const std::string& group() const { return group_; }
+
   // A human-readable table of the recorded operations, oldest first.
   std::string dump() const;
   // Prints dump() to stderr, or writes it to $COLLIE_TRACE_DIR/collie-trace-<rank>-<group>.txt.

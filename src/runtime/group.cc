@@ -9,13 +9,15 @@ namespace collie::detail {
 Group::Group(std::string name, std::vector<int> world_ranks, int my_world_rank,
              double timeout_seconds, std::unique_ptr<Backend> backend)
     : name_(std::move(name)),
-      shared_name_(std::make_shared<const std::string>(name_)),
       world_ranks_(std::move(world_ranks)),
       rank_(-1),
       timeout_seconds_(timeout_seconds),
       backend_(std::move(backend)) {
   rank_ = group_rank_of(my_world_rank);
   recorder_ = std::make_shared<FlightRecorder>(name_, my_world_rank, flight_recorder_capacity());
+  // The name every OpInfo carries shares ownership of the recorder, so a Work
+  // (which holds its OpInfo) can record its end through a plain pointer.
+  shared_name_ = std::shared_ptr<const std::string>(recorder_, &recorder_->group());
 }
 
 Group::~Group() = default;
@@ -47,7 +49,7 @@ WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_ali
   info.seq = next_seq_++;
   recorder_->issued(info);
   auto work = std::allocate_shared<Work>(PoolAllocator<Work>{}, std::move(info));
-  work->set_recorder(recorder_);
+  work->set_recorder(recorder_.get());
   // A blocking call's caller holds its tensors until the operation has finished;
   // only asynchronous operations need the Work to keep them (each kept tensor
   // costs two atomic reference-count updates), and large ones, which may take a

@@ -50,7 +50,8 @@ class Group {
 
  private:
   std::string name_;
-  std::shared_ptr<const std::string> shared_name_;  // stamped on every OpInfo
+  // Stamped on every OpInfo: the recorder's copy of name_, owned with it.
+  std::shared_ptr<const std::string> shared_name_;
   std::vector<int> world_ranks_;
   int rank_;
   double timeout_seconds_;

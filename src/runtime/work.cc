@@ -1,10 +1,13 @@
 #include "runtime/work.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <mutex>
 
 #include "collie/errors.h"
 #include "collie/handle.h"
+#include "runtime/futex.h"
 
 namespace collie {
 
@@ -52,33 +55,47 @@ void Work::fail(std::exception_ptr error) {
 }
 
 // seq_cst on both sides (as in the doorbell): either this sees the sleeper and
-// notifies it under the mutex, or the sleeper's check after announcing itself
-// sees the flag.
+// wakes it, or the sleeper's check after announcing itself sees the word. The
+// engine that completes a Work holds a reference to it, so it is still alive
+// for the wake-up even if the waiter returns at once.
 void Work::publish_done() {
-  done_flag_.store(true, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) != 0) {
-    std::lock_guard<std::mutex> lock(mu_);
-    cv_.notify_all();
-  }
+  done_.store(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) != 0) detail::futex_wake(&done_, INT_MAX);
 }
 
 bool Work::sleep_until_done(const std::chrono::steady_clock::time_point* deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
+  // Without a deadline the futex is still waited on in slices: futex waits
+  // always carry a timeout (runtime/futex.h).
+  constexpr int64_t kSliceNs = 1'000'000'000;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  auto done = [&] { return done_flag_.load(std::memory_order_seq_cst); };
   bool finished = true;
-  if (deadline == nullptr) {
-    cv_.wait(lock, done);
-  } else {
-    finished = cv_.wait_until(lock, *deadline, done);
+  while (done_.load(std::memory_order_seq_cst) == 0) {
+    int64_t wait_ns = kSliceNs;
+    if (deadline != nullptr) {
+      const auto left = *deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) {
+        finished = false;
+        break;
+      }
+      wait_ns = std::min<int64_t>(
+          wait_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count() + 1);
+    }
+    detail::futex_wait(&done_, 0, wait_ns);
   }
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   return finished;
 }
 
+ProgressDriver* Work::lock_driver(std::shared_ptr<ProgressDriver>& holder) const {
+  if (caller_driver_ != nullptr) return caller_driver_;
+  holder = driver_.lock();
+  return holder.get();
+}
+
 void Work::wait() {
   if (!is_completed()) {
-    if (auto driver = driver_.lock()) driver->drive(*this);
+    std::shared_ptr<ProgressDriver> holder;
+    if (ProgressDriver* driver = lock_driver(holder)) driver->drive(*this);
   }
   // The engine enforces each operation's deadline, so this wait always ends.
   if (!is_completed()) sleep_until_done(nullptr);
@@ -90,7 +107,8 @@ bool Work::wait_until(std::chrono::steady_clock::time_point deadline) {
   // by it costs two context switches per call (a Python call waits in 50 ms
   // slices of this, so that Ctrl-C can interrupt it).
   if (!is_completed()) {
-    if (auto driver = driver_.lock()) driver->drive(*this, &deadline);
+    std::shared_ptr<ProgressDriver> holder;
+    if (ProgressDriver* driver = lock_driver(holder)) driver->drive(*this, &deadline);
   }
   if (!is_completed() && !sleep_until_done(&deadline)) return false;
   if (error_) std::rethrow_exception(error_);

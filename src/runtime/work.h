@@ -8,10 +8,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "collie/tensor.h"
@@ -58,20 +56,32 @@ class Work {
   // group, so that is a few buffers at most.
   void retain_on_failure() { retain_on_failure_ = true; }
 
-  // Where completion is recorded (set by the choke point).
-  void set_recorder(std::shared_ptr<detail::FlightRecorder> recorder) {
-    recorder_ = std::move(recorder);
-  }
+  // Where completion is recorded (set by the choke point). Not owned: it must
+  // outlive this Work, as the group's recorder does because the OpInfo's group
+  // name shares its ownership (Group). Every reference held here would cost two
+  // atomic read-modify-writes per call (about 5 ns each, a tenth of a small
+  // collective between them all).
+  void set_recorder(detail::FlightRecorder* recorder) { recorder_ = recorder; }
 
-  // The backend that can progress this work from the waiting thread.
-  void set_driver(std::weak_ptr<ProgressDriver> driver) { driver_ = std::move(driver); }
+  // The backend that can progress this work from the waiting thread. A blocking
+  // call's Work is waited for only by its caller, which holds the group, and so
+  // the backend, until the wait returns: a plain pointer will do. An
+  // asynchronous Work may be waited for after its group is gone: a weak one.
+  template <typename Driver>
+  void set_driver(const std::shared_ptr<Driver>& driver) {
+    if (info_.blocking) {
+      caller_driver_ = driver.get();
+    } else {
+      driver_ = driver;
+    }
+  }
 
   void complete();
   void fail(std::exception_ptr error);
 
   void wait();
   bool wait_until(std::chrono::steady_clock::time_point deadline);
-  bool is_completed() const { return done_flag_.load(std::memory_order_acquire); }
+  bool is_completed() const { return done_.load(std::memory_order_acquire) != 0; }
   std::exception_ptr error() const;
 
  private:
@@ -80,20 +90,24 @@ class Work {
   int kept_ = 0;
   std::vector<std::shared_ptr<Storage>> kept_more_;
   bool retain_on_failure_ = false;  // set before the backend starts the operation
-  // Completion is one atomic flag; the mutex and condition variable serve only
-  // threads that sleep in wait() without a driver (counted in sleepers_), so
-  // completing an operation nobody sleeps on takes no lock.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::atomic<int> sleepers_{0};
-  std::atomic<bool> done_flag_{false};
-  std::exception_ptr error_;  // written before done_flag_, read after it
-  std::weak_ptr<ProgressDriver> driver_;
-  std::shared_ptr<detail::FlightRecorder> recorder_;
+  // Completion is one word, 0 then 1. Threads that wait without a driver sleep
+  // on it (a futex; counted in sleepers_), so completing an operation nobody
+  // sleeps on is one store and one load, and a Work has no mutex or condition
+  // variable to build and tear down (destroying a condition variable is an
+  // atomic read-modify-write).
+  std::atomic<uint32_t> done_{0};
+  std::atomic<uint32_t> sleepers_{0};
+  std::exception_ptr error_;                 // written before done_, read after it
+  ProgressDriver* caller_driver_ = nullptr;  // blocking calls (set_driver)
+  std::weak_ptr<ProgressDriver> driver_;     // asynchronous ones
+  detail::FlightRecorder* recorder_ = nullptr;
 
   void publish_done();
-  // Sleeps on the condition variable until done or `deadline` (if given).
+  // Sleeps on done_ until done or `deadline` (if given).
   bool sleep_until_done(const std::chrono::steady_clock::time_point* deadline);
+  // The driver to progress this work with, if any; `holder` keeps a weakly held
+  // one alive meanwhile.
+  ProgressDriver* lock_driver(std::shared_ptr<ProgressDriver>& holder) const;
 };
 
 using WorkPtr = std::shared_ptr<Work>;

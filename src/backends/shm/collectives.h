@@ -22,10 +22,13 @@ namespace collie::detail {
 class ShmEngine;
 class ShmGroup;
 
+// The Work is referred to, not held: the operation made from the call takes the
+// one reference it keeps (each copy of a WorkPtr is an atomic read-modify-write
+// and its release another). A call lives only while the backend makes its op.
 struct CollectiveCall {
   ShmEngine* engine;
   ShmGroup* group;
-  WorkPtr work;
+  const WorkPtr& work;
 };
 
 // COLLIE_ALLREDUCE_ALGO names a staged algorithm (oneshot, twoshot): all_reduce

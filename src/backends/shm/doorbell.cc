@@ -1,6 +1,6 @@
 #include "backends/shm/doorbell.h"
 
-#include "backends/shm/futex.h"
+#include "runtime/futex.h"
 
 namespace collie::detail {
 

@@ -86,8 +86,10 @@ class ShmEngine final : public ProgressDriver {
   Inbox inbox_;
   Inbox taken_;  // what the last pass took from inbox_ (progress lock held)
   std::vector<ShmGroup*> groups_;  // progress thread only
-  std::atomic<uint64_t> pending_{0};  // operations submitted and not yet finished
-  std::atomic<uint64_t> pending_async_{0};  // those of them no caller drives (async)
+  // Operations submitted and not yet finished: those no caller drives (async),
+  // and blocking ones (written only under progress_mu_: submitted_one()).
+  std::atomic<uint64_t> pending_async_{0};
+  std::atomic<uint64_t> pending_blocking_{0};
   std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled
   std::atomic<bool> stop_{false};
   std::mutex progress_mu_;            // held for every pass, by whichever thread runs it
@@ -103,8 +105,9 @@ class ShmEngine final : public ProgressDriver {
   std::thread thread_;
 
   void run();
-  void submitted_one(bool blocking);
-  void finished_one(bool blocking);
+  void submitted_one(bool blocking);  // blocking: progress lock held
+  void finished_one(bool blocking);   // progress lock held
+  bool has_pending() const;
   bool pass(P2PMatcher::Runner runner);
   bool locked_pass(bool check_stalls_now, P2PMatcher::Runner runner);
   // Sleeps on the doorbell unless a last pass moves something or `done()` holds.

@@ -1,8 +1,9 @@
-// Futex wait/wake on 32-bit words in memory shared between processes.
+// Futex wait/wake on 32-bit words: the doorbells in memory shared between
+// processes (MAP_SHARED mappings, hence the non-private futex operations) and
+// Work's completion word in process memory.
 //
-// The words live in MAP_SHARED mappings, so the non-private futex operations are
-// used. Waits always carry a timeout: callers re-check their condition, their
-// deadline and their peers' liveness after every return.
+// Waits always carry a timeout: callers re-check their condition, their deadline
+// and their peers' liveness after every return.
 #pragma once
 
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "backends/shm/futex.h"
+#include "runtime/futex.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
