@@ -27,7 +27,9 @@
 //   collie::barrier();
 #pragma once
 
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -146,7 +148,11 @@ struct P2POp {
 // a deadline), its error is raised as soon as it is known; the batch's other
 // transfers carry on in the background, keeping their tensors alive, and end on
 // their own (the flight recorder shows how).
+// The list may be a vector, a braced list (whose ops are not copied) or any
+// contiguous range of P2POp.
+std::vector<Tensor> batch_isend_irecv(std::span<const P2POp> p2p_op_list);
 std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list);
+std::vector<Tensor> batch_isend_irecv(std::initializer_list<P2POp> p2p_op_list);
 
 // input_tensor_list[i] goes to group rank i; output i (shape output_shape_list[i])
 // comes from group rank i. Lists must have N entries and one dtype (TypeError).

@@ -136,12 +136,23 @@ P2POp::P2POp(std::string_view op, Shape shape, int peer_rank, std::string_view g
 }
 
 std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
+  return batch_isend_irecv(std::span<const P2POp>(p2p_op_list));
+}
+
+std::vector<Tensor> batch_isend_irecv(std::initializer_list<P2POp> p2p_op_list) {
+  return batch_isend_irecv(std::span<const P2POp>(p2p_op_list.begin(), p2p_op_list.size()));
+}
+
+std::vector<Tensor> batch_isend_irecv(std::span<const P2POp> p2p_op_list) {
   if (p2p_op_list.empty())
     throw TypeError("For batch_isend_irecv, p2p_op_list can not be empty list.");
   // Check every op before starting any: a bad op in the middle must not leave
   // earlier receives waiting for messages that will never come.
   struct Transfer {
-    std::shared_ptr<Group> group;
+    // The group is held once per run of ops naming it (`owner`); the others
+    // point to it (each reference held is two atomic read-modify-writes).
+    std::shared_ptr<Group> owner;
+    Group* group = nullptr;
     int peer = -1;  // group rank
     WorkPtr work;
   };
@@ -157,9 +168,12 @@ std::vector<Tensor> batch_isend_irecv(const std::vector<P2POp>& p2p_op_list) {
   for (size_t i = 0; i < p2p_op_list.size(); ++i) {
     const P2POp& op = p2p_op_list[i];
     // Ops naming the group the op before named share its lookup.
-    transfers[i].group = i > 0 && op.group == p2p_op_list[i - 1].group.view()
-                             ? transfers[i - 1].group
-                             : detail::lookup_for_op(op.group, "batch_isend_irecv");
+    if (i > 0 && op.group == p2p_op_list[i - 1].group.view()) {
+      transfers[i].group = transfers[i - 1].group;
+    } else {
+      transfers[i].owner = detail::lookup_for_op(op.group, "batch_isend_irecv");
+      transfers[i].group = transfers[i].owner.get();
+    }
     transfers[i].peer = peer_rank(*transfers[i].group, op.peer, "batch_isend_irecv",
                                   op.kind == P2POp::Kind::ISEND ? "dst" : "src");
   }

@@ -80,7 +80,9 @@ class CollieComm {
       out_ = all_to_all_single_with_output_shape({count_}, x).first;
     else if (op == "send_recv") {
       int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
-      out_ = batch_isend_irecv({P2POp("isend", x, next), P2POp("irecv", x, prev)})[1];
+      // The received tensor is moved out of the results (as the other ops' are
+      // out of their pairs), not copied.
+      out_ = std::move(batch_isend_irecv({P2POp("isend", x, next), P2POp("irecv", x, prev)})[1]);
     }
   }
 

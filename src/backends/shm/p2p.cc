@@ -213,7 +213,7 @@ bool P2PMatcher::advance_sends(int dst) {
       moved = true;
     }
     if (s.sent < s.req.nbytes) break;  // ring full
-    WorkPtr done = s.req.work;
+    WorkPtr done = std::move(s.req.work);  // moved, not copied: no reference count update
     queue.pop_front();
     ctl.head.store(head, std::memory_order_release);
     complete(done, nullptr);

@@ -144,7 +144,7 @@ bool P2PMatcher::complete_pulled(int dst) {
       world_.ring_control(world_.rank(), dst).pulls_done.load(std::memory_order_acquire);
   bool moved = false;
   while (!waiting.empty() && waiting.front().pull_seq <= done) {
-    WorkPtr work = waiting.front().req.work;
+    WorkPtr work = std::move(waiting.front().req.work);
     waiting.pop_front();
     complete(work, nullptr);
     moved = true;

@@ -1,9 +1,12 @@
 // P2POp construction and batch_isend_irecv: the docstring ring on 2-4 ranks (placeholder
-// for isend, received tensor for irecv), receives described by shape + dtype, any order of
+// for isend, received tensor for irecv; ops in a braced list, a vector or a span),
+// receives described by shape + dtype, any order of
 // ops, an all-pairs exchange, a 64 MiB ring exchange each way, and the errors (the
 // first raised while the batch's other transfers carry on).
+#include <array>
 #include <cstdlib>
 #include <new>
+#include <span>
 
 #include "comm_test_util.h"
 
@@ -102,6 +105,13 @@ TEST_P(BatchRing, DocstringRing) {
                              P2POp("isend", Tensor::full({3}, 7.0 * rank, DType::Int64), next)});
     check_tensor(out[0], DType::Int64, {3}, [prev](int64_t) { return 7.0 * prev; }, "irecv by shape");
     check_tensor(out[1], DType::Float32, {}, [](int64_t) { return 0.0; }, "isend placeholder");
+
+    // Any contiguous range of ops: here a std::array, through std::span.
+    const std::array<P2POp, 2> fixed{P2POp("isend", Tensor::full({2}, rank - 5.0), next),
+                                     P2POp("irecv", Shape{2}, prev, WORLD, 0, DType::Float32)};
+    out = batch_isend_irecv(std::span<const P2POp>(fixed));
+    check_tensor(
+        out[1], DType::Float32, {2}, [prev](int64_t) { return prev - 5.0; }, "irecv from a span");
   });
 }
 
