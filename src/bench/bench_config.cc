@@ -16,6 +16,13 @@ const std::vector<std::string>& all_ops() {
   return ops;
 }
 
+BenchOp parse_bench_op(const std::string& op) {
+  const auto& ops = all_ops();
+  auto it = std::find(ops.begin(), ops.end(), op);
+  if (it == ops.end()) throw std::invalid_argument("collie bench: unknown operation '" + op + "'");
+  return static_cast<BenchOp>(it - ops.begin());  // all_ops() lists them in BenchOp's order
+}
+
 size_t parse_size(const std::string& text) {
   if (auto bytes = detail::parse_byte_count(text)) return *bytes;
   throw std::invalid_argument("bad size '" + text +

@@ -1,7 +1,7 @@
 // The measurement loop shared by the collie and MPI bench workers.
 //
 // A worker supplies a Comm with: rank(), size(), barrier(), all_gather_double(v),
-// and prepare(op, bytes, copies) / run(op, copy) / check(op) for the operation
+// and prepare(op, bytes, copies) / run(copy) / check(op) for the operation
 // under test, and rewrite(copy), which writes input `copy` again with the same
 // values (config.dirty: before every timed call, untimed). For each op and size the loop warms up,
 // then times `iters` calls (a barrier before each, so every call starts together) and takes each
@@ -23,14 +23,14 @@ namespace collie::bench {
 
 // Each call after its own barrier: the median of the calls' times (µs).
 template <typename Comm>
-double time_each_call(Comm& comm, const std::string& op, int iters, int copies, bool dirty) {
+double time_each_call(Comm& comm, int iters, int copies, bool dirty) {
   std::vector<double> times;
   times.reserve(static_cast<size_t>(iters));
   for (int i = 0; i < iters; ++i) {
     if (dirty) comm.rewrite(i % copies);
     comm.barrier();
     auto t0 = std::chrono::steady_clock::now();
-    comm.run(op, i % copies);
+    comm.run(i % copies);
     auto t1 = std::chrono::steady_clock::now();
     times.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
@@ -41,10 +41,10 @@ double time_each_call(Comm& comm, const std::string& op, int iters, int copies, 
 // The calls back to back after one barrier: their mean time (µs). No rank gets
 // more than a call or so ahead of its peers, so the ranks' means differ little.
 template <typename Comm>
-double time_back_to_back(Comm& comm, const std::string& op, int iters, int copies) {
+double time_back_to_back(Comm& comm, int iters, int copies) {
   comm.barrier();
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) comm.run(op, i % copies);
+  for (int i = 0; i < iters; ++i) comm.run(i % copies);
   auto t1 = std::chrono::steady_clock::now();
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
 }
@@ -62,10 +62,10 @@ int run_sweep(Comm& comm, const BenchConfig& config) {
         if (comm.rank() == 0) std::printf("RESULT %s %zu 0 0 0 n/a\n", op.c_str(), bytes);
         continue;
       }
-      for (int i = 0; i < config.warmup; ++i) comm.run(op, i % copies);
+      for (int i = 0; i < config.warmup; ++i) comm.run(i % copies);
       const int iters = iterations_for(config, bytes);
-      const double per_call = config.loop ? time_back_to_back(comm, op, iters, copies)
-                                          : time_each_call(comm, op, iters, copies, config.dirty);
+      const double per_call = config.loop ? time_back_to_back(comm, iters, copies)
+                                          : time_each_call(comm, iters, copies, config.dirty);
       const bool ok = !config.check || comm.check(op);  // the last call's result
       std::vector<double> medians = comm.all_gather_double(per_call);
       std::vector<double> oks = comm.all_gather_double(ok ? 1.0 : 0.0);

@@ -29,6 +29,7 @@ class CollieComm {
   }
 
   bool prepare(const std::string& op, size_t bytes, int copies) {
+    op_ = parse_bench_op(op);
     const int64_t es = static_cast<int64_t>(element_size(dtype_));
     int64_t count = std::max<int64_t>(1, static_cast<int64_t>(bytes) / es);
     if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") {
@@ -58,7 +59,7 @@ class CollieComm {
     std::memcpy(input.data_ptr(), pristine_.data(), pristine_.size());
   }
 
-  void run(const std::string& op, int copy) {
+  void run(int copy) {
     const Tensor& x = inputs_[static_cast<size_t>(copy)];
     // The previous result goes before the call, as in a loop that is done with
     // each result before the next (and as the OpenMPI side writes into one
@@ -66,23 +67,32 @@ class CollieComm {
     // call writes its own (2 ranks, all_gather of 1 MiB on a 2 MiB L2: 52 against
     // 40 us). The block cache then hands the same block back each call.
     out_.reset();  // (not `= Tensor()`: that takes two references to a shared empty tensor)
-    if (op == "all_reduce")
-      out_ = all_reduce(x).first;
-    else if (op == "all_gather")
-      out_ = all_gather_into_tensor(x).first;
-    else if (op == "reduce_scatter")
-      out_ = reduce_scatter_tensor(x).first;
-    else if (op == "broadcast")
-      out_ = broadcast(x, 0);
-    else if (op == "reduce")
-      out_ = reduce(x, 0);
-    else if (op == "all_to_all")
-      out_ = all_to_all_single_with_output_shape({count_}, x).first;
-    else if (op == "send_recv") {
-      int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
-      // The received tensor is moved out of the results (as the other ops' are
-      // out of their pairs), not copied.
-      out_ = std::move(batch_isend_irecv({P2POp("isend", x, next), P2POp("irecv", x, prev)})[1]);
+    switch (op_) {
+      case BenchOp::kAllReduce:
+        out_ = all_reduce(x).first;
+        break;
+      case BenchOp::kAllGather:
+        out_ = all_gather_into_tensor(x).first;
+        break;
+      case BenchOp::kReduceScatter:
+        out_ = reduce_scatter_tensor(x).first;
+        break;
+      case BenchOp::kBroadcast:
+        out_ = broadcast(x, 0);
+        break;
+      case BenchOp::kReduce:
+        out_ = reduce(x, 0);
+        break;
+      case BenchOp::kAllToAll:
+        out_ = all_to_all_single_with_output_shape({count_}, x).first;
+        break;
+      case BenchOp::kSendRecv: {
+        int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
+        // The received tensor is moved out of the results (as the other ops'
+        // outputs are out of their pairs), not copied.
+        out_ = std::move(batch_isend_irecv({P2POp("isend", x, next), P2POp("irecv", x, prev)})[1]);
+        break;
+      }
     }
   }
 
@@ -109,6 +119,7 @@ class CollieComm {
   bool shared_;
   int rank_, n_;
   int64_t count_ = 0;
+  BenchOp op_ = BenchOp::kAllReduce;
   std::vector<Tensor> inputs_;
   std::vector<uint8_t> pristine_;  // what every input holds (rewrite)
   std::optional<Tensor> out_;      // the last call's result

@@ -58,6 +58,7 @@ class MpiComm {
 
   bool prepare(const std::string& op, size_t bytes, int copies) {
     if (!supported_) return false;
+    op_ = parse_bench_op(op);
     count_ = std::max<size_t>(1, bytes / type_.size);
     if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") {
       count_ = std::max<size_t>(static_cast<size_t>(n_), count_ / n_ * n_);
@@ -75,27 +76,36 @@ class MpiComm {
     std::memcpy(input.data(), pristine_.data(), input.size());
   }
 
-  void run(const std::string& op, int copy) {
+  void run(int copy) {
     const void* in = inputs_[static_cast<size_t>(copy)].data();
     void* out = out_.data();
     const int c = static_cast<int>(count_), per = static_cast<int>(count_ / n_);
-    if (op == "all_reduce")
-      MPI_Allreduce(in, out, c, type_.type, MPI_SUM, MPI_COMM_WORLD);
-    else if (op == "all_gather")
-      MPI_Allgather(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
-    else if (op == "reduce_scatter")
-      MPI_Reduce_scatter_block(in, out, per, type_.type, MPI_SUM, MPI_COMM_WORLD);
-    else if (op == "broadcast") {
-      if (rank_ == 0) std::memcpy(out, in, count_ * type_.size);
-      MPI_Bcast(out, c, type_.type, 0, MPI_COMM_WORLD);
-    } else if (op == "reduce")
-      MPI_Reduce(in, out, c, type_.type, MPI_SUM, 0, MPI_COMM_WORLD);
-    else if (op == "all_to_all")
-      MPI_Alltoall(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
-    else if (op == "send_recv") {
-      int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
-      MPI_Sendrecv(in, c, type_.type, next, 0, out, c, type_.type, prev, 0, MPI_COMM_WORLD,
-                   MPI_STATUS_IGNORE);
+    switch (op_) {
+      case BenchOp::kAllReduce:
+        MPI_Allreduce(in, out, c, type_.type, MPI_SUM, MPI_COMM_WORLD);
+        break;
+      case BenchOp::kAllGather:
+        MPI_Allgather(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
+        break;
+      case BenchOp::kReduceScatter:
+        MPI_Reduce_scatter_block(in, out, per, type_.type, MPI_SUM, MPI_COMM_WORLD);
+        break;
+      case BenchOp::kBroadcast:
+        if (rank_ == 0) std::memcpy(out, in, count_ * type_.size);
+        MPI_Bcast(out, c, type_.type, 0, MPI_COMM_WORLD);
+        break;
+      case BenchOp::kReduce:
+        MPI_Reduce(in, out, c, type_.type, MPI_SUM, 0, MPI_COMM_WORLD);
+        break;
+      case BenchOp::kAllToAll:
+        MPI_Alltoall(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
+        break;
+      case BenchOp::kSendRecv: {
+        int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
+        MPI_Sendrecv(in, c, type_.type, next, 0, out, c, type_.type, prev, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        break;
+      }
     }
   }
 
@@ -153,6 +163,7 @@ class MpiComm {
   MpiType type_{MPI_FLOAT, 4};
   int rank_ = 0, n_ = 1;
   size_t count_ = 0;
+  BenchOp op_ = BenchOp::kAllReduce;
   std::vector<std::vector<unsigned char>> inputs_;
   std::vector<unsigned char> pristine_;  // what every input holds (rewrite)
   std::vector<unsigned char> out_;
