@@ -67,7 +67,7 @@ void FlightRecorder::issued(const OpInfo& info) {
   newest_seq_.store(info.seq, std::memory_order_relaxed);
 }
 
-void FlightRecorder::finished(uint64_t seq, const std::string& error) {
+void FlightRecorder::finished(uint64_t seq, std::string_view error) {
   Entry& e = ring_[seq % capacity_];
   uint64_t expected = seq << 2 | kIssued;
   if (e.stamp.load(std::memory_order_relaxed) != expected) return;  // a newer op took the entry

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "runtime/op_info.h"
 
@@ -37,7 +38,7 @@ class FlightRecorder {
   // Called by one thread at a time per group (the group's submit lock).
   void issued(const OpInfo& info);
   // Any thread. A finish for an entry a newer operation already took changes nothing.
-  void finished(uint64_t seq, const std::string& error);  // error empty on success
+  void finished(uint64_t seq, std::string_view error);  // error empty on success
 
   // The group's name, as given to the constructor.
   const std::string& group() const { return group_; }

@@ -22,7 +22,7 @@ void retain_forever(std::shared_ptr<Storage> storage) {
 }  // namespace
 
 void Work::complete() {
-  if (recorder_) recorder_->finished(info_.seq, "");
+  if (recorder_) recorder_->finished(info_.seq, {});
   publish_done();
 }
 
