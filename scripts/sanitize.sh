@@ -34,7 +34,7 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
 # operations, the harness, the launcher, fault injection and the stress test.
 asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels
            core_test_small_pool core_test_message_buffer runtime_test_flight_recorder
-           runtime_test_work)
+           runtime_test_work runtime_test_futex_mutex)
 asan_targets=("${asan_core[@]}" harness_test
               all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test eager_rooted_test
               barrier_test p2p_test batch_isend_irecv_test all_to_all_test groups_test
@@ -46,8 +46,8 @@ asan_ctest=(-L '^(comm|harness|cli|faults|stress)$')
 # p2p in any order, failures delivered to waiting threads, the stress mix; and
 # the small-object pool, whose blocks move between threads (ASan bypasses it), and
 # the flight recorder, dumped while other threads record; Work, completed by one
-# thread while another sleeps on it.
-tsan_core=(core_test_small_pool runtime_test_flight_recorder runtime_test_work)
+# thread while another sleeps on it; FutexMutex under contention.
+tsan_core=(core_test_small_pool runtime_test_flight_recorder runtime_test_work runtime_test_futex_mutex)
 tsan_targets=("${tsan_core[@]}" concurrency_test shared_test p2p_test batch_isend_irecv_test groups_test fault_test
               all_reduce_test eager_rooted_test collie_stress_test)
 tsan_ctest=(-R '^(Concurrency|P2P|Batch|Groups|Fault|AllReduce|Stress|Shared|EagerRootedMismatch|Ranks/EagerRooted)\.')

@@ -44,7 +44,7 @@ bool may_be_large(const OpInfo& info, int group_size) {
 
 WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
                       FunctionRef<void(Backend&, const WorkPtr&)> launch) {
-  std::lock_guard<std::mutex> lock(submit_mu_);
+  std::lock_guard<FutexMutex> lock(submit_mu_);
   info.group = shared_name_;
   info.seq = next_seq_++;
   recorder_->issued(info);

@@ -17,6 +17,7 @@
 #include "backends/backend.h"
 #include "runtime/flight_recorder.h"
 #include "runtime/function_ref.h"
+#include "runtime/futex_mutex.h"
 #include "runtime/work.h"
 
 namespace collie::detail {
@@ -57,7 +58,7 @@ class Group {
   double timeout_seconds_;
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<FlightRecorder> recorder_;
-  std::mutex submit_mu_;
+  FutexMutex submit_mu_;
   uint64_t next_seq_ = 1;
 };
 

@@ -174,7 +174,7 @@ void ShmEngine::start_blocking(ShmGroup* group, std::unique_ptr<OpState> op) {
   const OpInfo& info = op->work()->info();
   std::optional<CallerDriving> driving;
   if (info.count * element_size(info.dtype) >= kDrivenFirstPassBytes) driving.emplace(*this);
-  std::lock_guard<std::mutex> lock(progress_mu_);
+  std::lock_guard<FutexMutex> lock(progress_mu_);
   submitted_one(/*blocking=*/true);
   take_inbox();
   count_queued(*group, 1);
@@ -206,7 +206,7 @@ void ShmEngine::start_blocking_transfer(Start start, uint64_t bytes) {
   // an unexpected-message buffer.)
   std::optional<CallerDriving> driving;
   if (bytes >= kDrivenFirstPassBytes) driving.emplace(*this);
-  std::lock_guard<std::mutex> lock(progress_mu_);
+  std::lock_guard<FutexMutex> lock(progress_mu_);
   submitted_one(/*blocking=*/true);
   take_inbox();
   start();
@@ -261,7 +261,7 @@ void ShmEngine::drain(ShmGroup* group) {
 }
 
 std::optional<OpInfo> ShmEngine::unchecked_call(const ShmGroup& group) {
-  std::lock_guard<std::mutex> lock(progress_mu_);
+  std::lock_guard<FutexMutex> lock(progress_mu_);
   if (group.unchecked_count == 0 || !group.failure.empty()) return std::nullopt;
   return unchecked_call_info(group);
 }
@@ -290,7 +290,7 @@ void ShmEngine::shutdown() {
   {
     // Messages that arrived for receives never posted: read them, so their
     // senders complete (p2p.h), as if this rank had buffered them at once.
-    std::lock_guard<std::mutex> lock(progress_mu_);
+    std::lock_guard<FutexMutex> lock(progress_mu_);
     p2p_.buffer_deferred_pulls(/*all=*/true, P2PMatcher::Runner::kCaller);
   }
   stop_.store(true);
@@ -451,7 +451,7 @@ void ShmEngine::check_stalls(Clock::time_point now) {
 }
 
 bool ShmEngine::locked_pass(bool check_stalls_now, P2PMatcher::Runner runner) {
-  std::lock_guard<std::mutex> lock(progress_mu_);
+  std::lock_guard<FutexMutex> lock(progress_mu_);
   bool moved = pass(runner);
   // Deadlines are seconds long: the clock is read for them only every
   // kPassesPerStallCheck passes (a reading costs as much as an idle pass). Busy
@@ -472,7 +472,7 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner r
   // The pass after prepare_wait closes the race with a peer ringing just before.
   // A deferred pulled message must be read within its grace even if nobody rings.
   if (p2p_.has_deferred()) {
-    std::lock_guard<std::mutex> lock(progress_mu_);
+    std::lock_guard<FutexMutex> lock(progress_mu_);
     timeout_ns = std::min<int64_t>(timeout_ns, p2p_.shortest_grace(runner).count());
   }
   if (!locked_pass(/*check_stalls_now=*/true, runner) && !done()) bell.wait(seen, timeout_ns);

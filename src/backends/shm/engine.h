@@ -23,6 +23,7 @@
 #include "backends/shm/op_state.h"
 #include "backends/shm/p2p.h"
 #include "backends/shm/shm_group.h"
+#include "runtime/futex_mutex.h"
 
 namespace collie::detail {
 
@@ -92,7 +93,7 @@ class ShmEngine final : public ProgressDriver {
   std::atomic<uint64_t> pending_blocking_{0};
   std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled
   std::atomic<bool> stop_{false};
-  std::mutex progress_mu_;            // held for every pass, by whichever thread runs it
+  FutexMutex progress_mu_;  // held for every pass, by whichever thread runs it
   // Threads inside drive(), or in the first pass of a large blocking call
   // (CallerDriving); the progress thread stays parked while there are any (a
   // futex word).
