@@ -132,9 +132,15 @@ struct P2POp {
   P2POp(std::string_view op, Shape shape, int peer, std::string_view group, int tag,
         DType recv_dtype);
 
+  // The shape an irecv receives: its template tensor's, or the one it was given.
+  const Shape& receive_shape() const { return by_shape ? recv_shape : tensor.shape(); }
+
   Kind kind;
   Tensor tensor;     // isend: the data; irecv: a template (empty when by shape)
-  Shape recv_shape;  // irecv: the shape to receive (isend: empty)
+  // An irecv made from a shape: that shape (by_shape). Empty otherwise, an
+  // irecv's template included: copying its shape cost every P2POp a malloc.
+  Shape recv_shape;
+  bool by_shape = false;
   DType recv_dtype;  // irecv: the dtype to receive
   int peer;          // world rank
   GroupName group;

@@ -101,6 +101,12 @@ std::pair<Tensor, CommHandle> irecv(const Tensor& tensor, int src, std::string_v
 }
 
 GroupName::GroupName(std::string_view name) {
+  // Most ops name the world by the default argument, the very same characters:
+  // no comparison needed.
+  if (name.data() == WORLD.data() && name.size() == WORLD.size()) {
+    constant_ = WORLD;
+    return;
+  }
   for (std::string_view world :
        {WORLD, HCCL_WORLD_COMM_GROUP, NCCL_WORLD_COMM_GROUP, MCCL_WORLD_COMM_GROUP}) {
     if (name == world) {
@@ -115,7 +121,6 @@ P2POp::P2POp(std::string_view op, Tensor t, int peer_rank, std::string_view grou
              int tag_value)
     : kind(parse_kind(op)),
       tensor(std::move(t)),
-      recv_shape(kind == Kind::IRECV ? tensor.shape() : Shape{}),
       recv_dtype(tensor.dtype()),
       peer(peer_rank),
       group(group_name),
@@ -125,6 +130,7 @@ P2POp::P2POp(std::string_view op, Shape shape, int peer_rank, std::string_view g
              int tag_value, DType dtype)
     : kind(parse_kind(op)),
       recv_shape(std::move(shape)),
+      by_shape(true),
       recv_dtype(dtype),
       peer(peer_rank),
       group(group_name),
@@ -188,9 +194,10 @@ std::vector<Tensor> batch_isend_irecv(std::span<const P2POp> p2p_op_list) {
     try {
       if (op.kind == P2POp::Kind::ISEND) {
         t.work = start_send(*t.group, op.tensor, t.peer, op.tag, true);
-        results.push_back(Tensor::scalar(0));
+        results.push_back(Tensor::zeros({}));  // zero-filled storage: no per-dtype fill
       } else {
-        auto [out, w] = start_recv(*t.group, op.recv_shape, op.recv_dtype, t.peer, op.tag, true);
+        auto [out, w] =
+            start_recv(*t.group, op.receive_shape(), op.recv_dtype, t.peer, op.tag, true);
         t.work = std::move(w);
         results.push_back(std::move(out));
       }

@@ -32,7 +32,8 @@ TEST(P2POp, Construction) {
 
     P2POp recv_op("irecv", Tensor::zeros({2, 3}, DType::Int16), 0, "some_group", 4);
     RCHECK(recv_op.kind == P2POp::Kind::IRECV);
-    RCHECK_EQ(recv_op.recv_shape, (Shape{2, 3}));
+    RCHECK_EQ(recv_op.receive_shape(), (Shape{2, 3}));  // the template's
+    RCHECK(!recv_op.by_shape);
     RCHECK_EQ(recv_op.recv_dtype, DType::Int16);
     RCHECK_EQ(recv_op.group, std::string("some_group"));
     RCHECK_EQ(recv_op.tag, 4);
@@ -40,6 +41,10 @@ TEST(P2POp, Construction) {
     P2POp by_shape("irecv", Shape{}, 0, WORLD, 0, DType::Float32);
     RCHECK(by_shape.kind == P2POp::Kind::IRECV);
     RCHECK_EQ(by_shape.recv_shape, Shape{});
+    RCHECK_EQ(by_shape.receive_shape(), Shape{});
+    RCHECK(by_shape.by_shape);
+    P2POp by_2d_shape("irecv", Shape{4, 1}, 0, WORLD, 0, DType::Int8);
+    RCHECK_EQ(by_2d_shape.receive_shape(), (Shape{4, 1}));
     RCHECK_EQ(by_shape.recv_dtype, DType::Float32);
 
     SOFT_THROWS(soft, P2POp("send", send_tensor, 1), collie::ValueError, "isend", "irecv");
