@@ -133,8 +133,7 @@ class ReduceToRootOp final : public ChunkedOp {
       : ChunkedOp(c, in, out, count, dtype, c.group->rank() != root,
                   pipelined_elems(*c.group, count, dtype)),
         op_(op),
-        root_(root),
-        sources_(static_cast<size_t>(c.group->size())) {
+        root_(root) {
     // Only calls the two forms split differently (more than one 8 KiB step).
     if (c.group->config().oversubscribed && count * esize_ > (8u << 10)) set_variant(5);
   }
@@ -143,10 +142,11 @@ class ReduceToRootOp final : public ChunkedOp {
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
     Range r = range_of(step, count_, per_step_);
     if (group().rank() != root_ || r.len == 0) return;
-    for (size_t p = 0; p < slots.size(); ++p) sources_[p] = slots[p];
-    sources_[static_cast<size_t>(root_)] = in_ + r.begin * esize_;
-    reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(sources_.data()),
-             static_cast<int>(sources_.size()), r.len, dtype_, op_);
+    std::vector<const uint8_t*>& sources = group().step_sources;
+    for (size_t p = 0; p < slots.size(); ++p) sources[p] = slots[p];
+    sources[static_cast<size_t>(root_)] = in_ + r.begin * esize_;
+    reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(sources.data()),
+             static_cast<int>(sources.size()), r.len, dtype_, op_);
   }
 
  private:
@@ -173,7 +173,6 @@ class ReduceToRootOp final : public ChunkedOp {
 
   ReduceOp op_;
   int root_;
-  std::vector<const uint8_t*> sources_;
 };
 
 // all_reduce for large tensors: reduce-scatter then all-gather, per chunk, in two
@@ -428,10 +427,10 @@ class PiecewiseOp : public StepOp {
         piece_bytes_(piece_bytes(*c.group)),
         per_step_(piece_bytes(*c.group) / element_size(dtype)),
         contributes_(contributes),
-        pieces_(static_cast<size_t>(c.group->size())) {
+        npieces_(static_cast<size_t>(c.group->size())) {
     // All N pieces fit in the step line (one cache line per peer to read, with
     // the flag and fingerprint) or a small slot: packed there instead.
-    if (count <= per_step_ && place_small(count * esize_ * pieces_.size())) {
+    if (count <= per_step_ && place_small(count * esize_ * npieces_)) {
       piece_bytes_ = count * esize_;
     }
   }
@@ -443,7 +442,7 @@ class PiecewiseOp : public StepOp {
     Range r = range_of(step, count_, per_step_);
     if (!contributes_ || r.len == 0) return;
     const size_t me = static_cast<size_t>(group().rank());
-    for (size_t d = 0; d < pieces_.size(); ++d) {
+    for (size_t d = 0; d < npieces_; ++d) {
       if (d == me) continue;
       std::memcpy(slot + d * piece_bytes_, in_ + (d * count_ + r.begin) * esize_, r.len * esize_);
     }
@@ -463,7 +462,7 @@ class PiecewiseOp : public StepOp {
   size_t piece_bytes_;
   size_t per_step_;
   bool contributes_;
-  std::vector<const uint8_t*> pieces_;
+  size_t npieces_;  // the group's size
 };
 
 class ReduceScatterOp final : public PiecewiseOp {
@@ -477,9 +476,10 @@ class ReduceScatterOp final : public PiecewiseOp {
     Range r = range_of(step, count_, per_step_);
     if (r.len == 0) return;
     size_t me = static_cast<size_t>(group().rank());
-    for (size_t p = 0; p < slots.size(); ++p) pieces_[p] = piece_of(p, slots[p], me, r);
-    reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(pieces_.data()),
-             static_cast<int>(pieces_.size()), r.len, dtype_, op_);
+    std::vector<const uint8_t*>& pieces = group().step_sources;
+    for (size_t p = 0; p < slots.size(); ++p) pieces[p] = piece_of(p, slots[p], me, r);
+    reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(pieces.data()),
+             static_cast<int>(pieces.size()), r.len, dtype_, op_);
   }
 
  private:

@@ -44,6 +44,7 @@ ShmGroup::ShmGroup(ShmGroupConfig config)
               config_.with_rings),
       segments_(config_.world_ranks.size()) {
   step_slots.resize(config_.world_ranks.size());
+  step_sources.resize(config_.world_ranks.size());
   create_own_segment();
   try {
     map_peers_and_unlink();

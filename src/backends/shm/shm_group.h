@@ -102,6 +102,9 @@ class ShmGroup {
   std::atomic<size_t> queue_size{0};           // queue.size(), readable by other threads
   std::string failure;                         // set once an operation failed
   std::vector<const uint8_t*> step_slots;      // scratch of StepOp (one op advances at a time)
+  // A second scratch of group size: the sources a step reduces (an op's own
+  // vector was a malloc and a free per small reduce or reduce_scatter).
+  std::vector<const uint8_t*> step_sources;
   // Steps of eager rooted calls (step_op.h) whose peers' fingerprints this rank
   // has not compared yet, oldest first, with its own fingerprint for each (a ring
   // of at most kStepRecords). Compared as soon as every peer has published the
