@@ -51,6 +51,7 @@ class CollieComm {
     const auto* bytes_of = static_cast<const uint8_t*>(inputs_[0].data_ptr());
     pristine_.assign(bytes_of, bytes_of + inputs_[0].nbytes());
     count_ = count;
+    out_shape_ = {count};
     return true;
   }
 
@@ -84,7 +85,7 @@ class CollieComm {
         out_ = reduce(x, 0);
         break;
       case BenchOp::kAllToAll:
-        out_ = all_to_all_single_with_output_shape({count_}, x).first;
+        out_ = all_to_all_single_with_output_shape(out_shape_, x).first;
         break;
       case BenchOp::kSendRecv: {
         int next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
@@ -119,6 +120,9 @@ class CollieComm {
   bool shared_;
   int rank_, n_;
   int64_t count_ = 0;
+  // all_to_all's output shape, made once per size as a training loop would
+  // (a braced {count_} per call was a malloc the OpenMPI side does not do).
+  Shape out_shape_;
   BenchOp op_ = BenchOp::kAllReduce;
   std::vector<Tensor> inputs_;
   std::vector<uint8_t> pristine_;  // what every input holds (rewrite)
