@@ -69,8 +69,9 @@ class FlightRecorder {
   std::string group_;
   int world_rank_;
   mutable std::mutex mu_;          // error texts and reported_
-  std::unique_ptr<Entry[]> ring_;  // capacity_ entries, slot seq % capacity_
-  size_t capacity_;
+  size_t capacity_;                // operations kept (and shown)
+  uint64_t mask_;                  // the ring's size (a power of two >= capacity_) - 1
+  std::unique_ptr<Entry[]> ring_;  // slot seq & mask_
   std::atomic<uint64_t> recorded_{0};    // operations ever recorded
   std::atomic<uint64_t> newest_seq_{0};  // the largest seq recorded
   bool reported_ = false;

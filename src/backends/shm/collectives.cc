@@ -30,9 +30,9 @@ size_t chunk_elems(const ShmGroup& g, DType dtype) {
   return g.slot_bytes() >> std::countr_zero(element_size(dtype));
 }
 
-// Bytes of one per-destination piece of a slot: slot / N, 64-byte aligned.
-size_t piece_bytes(const ShmGroup& g) {
-  return g.slot_bytes() / static_cast<size_t>(g.size()) / 64 * 64;
+// Elements of `dtype` in one per-destination piece of a slot (ShmGroup::piece_bytes).
+size_t piece_elems(const ShmGroup& g, DType dtype) {
+  return g.piece_bytes() >> std::countr_zero(element_size(dtype));
 }
 
 // The [begin, begin+len) range of step `step` over `count` elements, `per_step` at a time.
@@ -203,9 +203,7 @@ class TwoShotAllReduceOp final : public StepOp {
 
   // Elements of one rank's slice of a whole chunk: N slices fill a slot, each
   // 64-byte aligned.
-  static size_t slice_elems(const ShmGroup& g, DType dtype) {
-    return piece_bytes(g) / element_size(dtype);
-  }
+  static size_t slice_elems(const ShmGroup& g, DType dtype) { return piece_elems(g, dtype); }
 
  protected:
   void produce(size_t step, uint8_t* slot) override {
@@ -417,15 +415,14 @@ class PiecewiseOp : public StepOp {
  public:
   PiecewiseOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
               bool contributes)
-      : StepOp(*c.engine, *c.group, c.work,
-               steps_for(count, piece_bytes(*c.group) / element_size(dtype))),
+      : StepOp(*c.engine, *c.group, c.work, steps_for(count, piece_elems(*c.group, dtype))),
         in_(static_cast<const uint8_t*>(in)),
         out_(static_cast<uint8_t*>(out)),
         count_(count),
         dtype_(dtype),
         esize_(element_size(dtype)),
-        piece_bytes_(piece_bytes(*c.group)),
-        per_step_(piece_bytes(*c.group) / element_size(dtype)),
+        piece_bytes_(c.group->piece_bytes()),
+        per_step_(piece_elems(*c.group, dtype)),
         contributes_(contributes),
         npieces_(static_cast<size_t>(c.group->size())) {
     // All N pieces fit in the step line (one cache line per peer to read, with
@@ -555,8 +552,8 @@ class AllToAllOp final : public StepOp {
         recv_(std::move(recv_counts)),
         esize_(element_size(dtype)),
         header_bytes_(((2 * send_.size() + kWhereWords) * sizeof(uint64_t) + 63) / 64 * 64),
-        piece_bytes_((c.group->slot_bytes() - header_bytes_) / send_.size() / 64 * 64),
-        per_step_(piece_bytes_ / esize_),
+        piece_bytes_(piece_bytes_for(c.group->slot_bytes(), header_bytes_, send_.size())),
+        per_step_(piece_bytes_ >> std::countr_zero(esize_)),  // sizes are powers of two
         cma_(c.group->cma()),
         cma_pair_min_(cma_pair_min(*c.group)),
         cma_pair_max_(cma_pair_max(*c.group)),
@@ -643,6 +640,19 @@ class AllToAllOp final : public StepOp {
     return cma_ && bytes >= cma_pair_min_ && bytes < cma_pair_max_;
   }
 
+  // (slot - header) / n, 64-byte aligned: the same for every call of a group, so
+  // the thread keeps the last answer (a 64-bit division takes tens of cycles).
+  static size_t piece_bytes_for(size_t slot_bytes, size_t header_bytes, size_t n) {
+    struct Last {
+      size_t slot_bytes = 0, header_bytes = 0, n = 0, piece_bytes = 0;
+    };
+    thread_local Last last;
+    if (slot_bytes != last.slot_bytes || header_bytes != last.header_bytes || n != last.n) {
+      last = {slot_bytes, header_bytes, n, (slot_bytes - header_bytes) / n / 64 * 64};
+    }
+    return last.piece_bytes;
+  }
+
   uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
   const uint8_t* piece(const uint8_t* slot, size_t d) const {
     return slot + header_bytes_ + d * piece_bytes_;
@@ -666,7 +676,7 @@ class AllToAllOp final : public StepOp {
         }
       }
     }
-    nsteps_ = std::max<size_t>(any_pulled ? 2 : 1, (staged_max + per_step_ - 1) / per_step_);
+    nsteps_ = std::max<size_t>(any_pulled ? 2 : 1, steps_for(staged_max, per_step_));
   }
 
   // Copies a whole piece into this rank's output, with streaming stores when the

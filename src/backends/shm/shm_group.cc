@@ -42,7 +42,8 @@ ShmGroup::ShmGroup(ShmGroupConfig config)
     : config_(std::move(config)),
       layout_(static_cast<int>(config_.world_ranks.size()), config_.slot_bytes, config_.ring_bytes,
               config_.with_rings),
-      segments_(config_.world_ranks.size()) {
+      segments_(config_.world_ranks.size()),
+      piece_bytes_(config_.slot_bytes / config_.world_ranks.size() / 64 * 64) {
   step_slots.resize(config_.world_ranks.size());
   step_sources.resize(config_.world_ranks.size());
   create_own_segment();

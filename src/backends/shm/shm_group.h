@@ -59,6 +59,10 @@ class ShmGroup {
     return config_.world_ranks[static_cast<size_t>(group_rank)];
   }
   size_t slot_bytes() const { return config_.slot_bytes; }
+  // Bytes of one per-destination piece of a slot: slot / N, 64-byte aligned
+  // (reduce_scatter, scatter, two-shot slices). Divided once here: a 64-bit
+  // division takes tens of cycles, and small calls asked for it several times.
+  size_t piece_bytes() const { return piece_bytes_; }
   size_t ring_bytes() const { return config_.ring_bytes; }
   double timeout_seconds() const { return config_.timeout_seconds; }
 
@@ -130,6 +134,7 @@ class ShmGroup {
   ShmGroupConfig config_;
   SegmentLayout layout_;
   std::vector<Segment> segments_;  // by group rank
+  size_t piece_bytes_;
   bool cma_ = false;
   bool prefers_single_copy_ = false;
 

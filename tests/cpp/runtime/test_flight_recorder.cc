@@ -65,6 +65,22 @@ TEST(FlightRecorder, KeepsTheLastCapacityOperationsAndIgnoresLateFinishes) {
   EXPECT_EQ(lines_matching(d, "late error"), 0) << d;
 }
 
+// A capacity that is not a power of two: the ring rounds up (slots found with a
+// mask) but shows exactly the last `capacity` operations.
+TEST(FlightRecorder, AnyCapacityShowsExactlyThatManyOperations) {
+  FlightRecorder r("g", 0, 3);
+  for (uint64_t seq = 1; seq <= 10; ++seq) r.issued(op(seq));
+  r.finished(10, "");
+  const std::string d = r.dump();
+  EXPECT_NE(d.find("last 3 of 10 operations"), std::string::npos) << d;
+  for (int seq = 1; seq <= 7; ++seq) {
+    EXPECT_EQ(lines_matching(d, "seq " + std::to_string(seq) + " "), 0) << seq << "\n" << d;
+  }
+  EXPECT_EQ(lines_matching(d, "seq 8 .*issued"), 1) << d;
+  EXPECT_EQ(lines_matching(d, "seq 9 .*issued"), 1) << d;
+  EXPECT_EQ(lines_matching(d, "seq 10 .*completed"), 1) << d;
+}
+
 TEST(FlightRecorder, AReusedEntryDoesNotShowAnEarlierError) {
   FlightRecorder r("g", 0, 2);
   r.issued(op(1));
