@@ -115,6 +115,39 @@ TEST(P2P, SameTagIsFifo) {
   }, small_chunks());
 }
 
+// A ring whose size is not a power of two (65 cache lines: positions wrap with
+// a division there, a mask otherwise): messages of mixed sizes wrap it many
+// times, and one larger than the ring streams through it.
+TEST(P2P, ARingOfAnySizeWrapsCorrectly) {
+  RunOptions o;
+  o.env = {{"COLLIE_P2P_RING_BYTES", "4160"}, {"COLLIE_P2P_PULL", "never"}};
+  run_ranks(
+      2,
+      [](int rank) {
+        constexpr int kMessages = 30;
+        auto count_of = [](int k) -> int64_t {
+          return k == kMessages - 1 ? 5000 : 97 * (k % 4) + 3;
+        };
+        if (rank == 0) {
+          std::vector<CommHandle> handles;
+          for (int k = 0; k < kMessages; ++k) {
+            handles.push_back(isend(make_tensor({count_of(k)}, DType::Int32,
+                                                [k](int64_t i) { return double(k * 10000 + i); }),
+                                    1, WORLD, 9));
+          }
+          for (auto& h : handles) h.wait();
+        } else {
+          for (int k = 0; k < kMessages; ++k) {
+            Tensor got = recv(Tensor::zeros({count_of(k)}, DType::Int32), 0, WORLD, 9);
+            check_tensor(
+                got, DType::Int32, {count_of(k)}, [k](int64_t i) { return double(k * 10000 + i); },
+                "message " + std::to_string(k));
+          }
+        }
+      },
+      o);
+}
+
 TEST(P2P, SendToSelf) {
   run_ranks(2, [](int rank) {
     for (int64_t count : {int64_t{1}, int64_t{5000}}) {
