@@ -551,8 +551,8 @@ class AllToAllOp final : public StepOp {
         send_(std::move(send_counts)),
         recv_(std::move(recv_counts)),
         esize_(element_size(dtype)),
-        header_bytes_(((2 * send_.size() + kWhereWords) * sizeof(uint64_t) + 63) / 64 * 64),
-        piece_bytes_(piece_bytes_for(c.group->slot_bytes(), header_bytes_, send_.size())),
+        header_bytes_(all_to_all_header_bytes(send_.size())),
+        piece_bytes_(c.group->all_to_all_piece_bytes()),
         per_step_(piece_bytes_ >> std::countr_zero(esize_)),  // sizes are powers of two
         cma_(c.group->cma()),
         cma_pair_min_(cma_pair_min(*c.group)),
@@ -631,26 +631,12 @@ class AllToAllOp final : public StepOp {
     return !g.cma_for_collectives() || g.prefers_single_copy() ? kNoLimit : kCmaPairMax;
   }
   static constexpr size_t kSharedPairMin = 8u << 10;
-  static constexpr size_t kWhereWords = 3;  // input address, arena chunk|present, arena offset
 
   // Does the piece of `count` elements between two different ranks skip the slots?
   bool pulled(size_t count) const {
     const size_t bytes = count * esize_;
     if (shared_) return bytes >= kSharedPairMin;
     return cma_ && bytes >= cma_pair_min_ && bytes < cma_pair_max_;
-  }
-
-  // (slot - header) / n, 64-byte aligned: the same for every call of a group, so
-  // the thread keeps the last answer (a 64-bit division takes tens of cycles).
-  static size_t piece_bytes_for(size_t slot_bytes, size_t header_bytes, size_t n) {
-    struct Last {
-      size_t slot_bytes = 0, header_bytes = 0, n = 0, piece_bytes = 0;
-    };
-    thread_local Last last;
-    if (slot_bytes != last.slot_bytes || header_bytes != last.header_bytes || n != last.n) {
-      last = {slot_bytes, header_bytes, n, (slot_bytes - header_bytes) / n / 64 * 64};
-    }
-    return last.piece_bytes;
   }
 
   uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }

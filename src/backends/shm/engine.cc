@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "backends/shm/liveness.h"
 #include "backends/shm/step_op.h"
@@ -38,6 +39,15 @@ constexpr int64_t kIdleSleepNs = 500'000'000;
 // the driver left (nobody wakes the thread for it: see post_async).
 constexpr int64_t kParkNs = 1'000'000;
 constexpr unsigned kPassesPerStallCheck = 32;
+
+// Adds `delta` to a counter that only the holder of the progress lock writes
+// (other threads only read it): a plain read and write will do, where a locked
+// read-modify-write costs a small call about 5 ns.
+template <typename T>
+void add_as_only_writer(std::atomic<T>& counter, std::make_signed_t<T> delta) {
+  counter.store(counter.load(std::memory_order_relaxed) + static_cast<T>(delta),
+                std::memory_order_release);
+}
 
 }  // namespace
 
@@ -81,14 +91,12 @@ void ShmEngine::ring_peers(const ShmGroup& group) const {
   }
 }
 
-// Blocking operations are counted under the progress lock, which every writer of
-// pending_blocking_ holds (they start in a locked first pass and finish in a
-// pass): a plain read and write, where a locked read-modify-write costs a small
-// call about 5 ns. Asynchronous ones are counted when posted, outside that lock.
+// Blocking operations are counted under the progress lock (they start in a
+// locked first pass and finish in a pass); asynchronous ones are counted when
+// posted, outside that lock.
 void ShmEngine::submitted_one(bool blocking) {
   if (blocking) {
-    pending_blocking_.store(pending_blocking_.load(std::memory_order_relaxed) + 1,
-                            std::memory_order_release);
+    add_as_only_writer(pending_blocking_, 1);
   } else {
     pending_async_.fetch_add(1, std::memory_order_acq_rel);
   }
@@ -96,8 +104,7 @@ void ShmEngine::submitted_one(bool blocking) {
 
 void ShmEngine::finished_one(bool blocking) {
   if (blocking) {
-    pending_blocking_.store(pending_blocking_.load(std::memory_order_relaxed) - 1,
-                            std::memory_order_release);
+    add_as_only_writer(pending_blocking_, -1);
   } else {
     pending_async_.fetch_sub(1, std::memory_order_acq_rel);
   }
@@ -183,10 +190,7 @@ void ShmEngine::start_blocking(ShmGroup* group, std::unique_ptr<OpState> op) {
 }
 
 void ShmEngine::count_queued(ShmGroup& group, int delta) {
-  // Every writer holds the progress lock, so a plain read and write will do
-  // (no locked read-modify-write per operation); drain() only reads.
-  group.queue_size.store(group.queue_size.load(std::memory_order_relaxed) + delta,
-                         std::memory_order_release);
+  add_as_only_writer(group.queue_size, delta);  // drain() only reads it
 }
 
 void ShmEngine::enqueue(ShmGroup* group, std::unique_ptr<OpState> op,

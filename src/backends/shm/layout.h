@@ -81,6 +81,17 @@ inline constexpr size_t kStepLines = 32;
 inline constexpr size_t kStepRecords = 2 * kStepLines;
 inline constexpr size_t kSmallSlotBytes = 4096;
 
+// all_to_all's slot: a header (2N counts, then kAllToAllWhereWords words: the
+// input's address, arena chunk|present, arena offset), 64-byte aligned, then N
+// pieces of equal, 64-byte aligned size. Fixed per group: ShmGroup computes it once.
+inline constexpr size_t kAllToAllWhereWords = 3;
+inline constexpr size_t all_to_all_header_bytes(size_t nranks) {
+  return ((2 * nranks + kAllToAllWhereWords) * sizeof(uint64_t) + 63) / 64 * 64;
+}
+inline constexpr size_t all_to_all_piece_bytes(size_t slot_bytes, size_t nranks) {
+  return (slot_bytes - all_to_all_header_bytes(nranks)) / nranks / 64 * 64;
+}
+
 // The owner's step flags. "The owner has published step k" is
 // line[k % kStepLines].step >= k (the line cannot have moved on to a later step
 // while a peer still waits for k: that needs the peer's own step k + 1).

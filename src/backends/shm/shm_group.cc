@@ -43,7 +43,9 @@ ShmGroup::ShmGroup(ShmGroupConfig config)
       layout_(static_cast<int>(config_.world_ranks.size()), config_.slot_bytes, config_.ring_bytes,
               config_.with_rings),
       segments_(config_.world_ranks.size()),
-      piece_bytes_(config_.slot_bytes / config_.world_ranks.size() / 64 * 64) {
+      piece_bytes_(config_.slot_bytes / config_.world_ranks.size() / 64 * 64),
+      all_to_all_piece_bytes_(
+          detail::all_to_all_piece_bytes(config_.slot_bytes, config_.world_ranks.size())) {
   step_slots.resize(config_.world_ranks.size());
   step_sources.resize(config_.world_ranks.size());
   create_own_segment();

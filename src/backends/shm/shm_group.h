@@ -63,6 +63,8 @@ class ShmGroup {
   // (reduce_scatter, scatter, two-shot slices). Divided once here: a 64-bit
   // division takes tens of cycles, and small calls asked for it several times.
   size_t piece_bytes() const { return piece_bytes_; }
+  // The same for all_to_all's pieces, behind its header (layout.h).
+  size_t all_to_all_piece_bytes() const { return all_to_all_piece_bytes_; }
   size_t ring_bytes() const { return config_.ring_bytes; }
   double timeout_seconds() const { return config_.timeout_seconds; }
 
@@ -135,6 +137,7 @@ class ShmGroup {
   SegmentLayout layout_;
   std::vector<Segment> segments_;  // by group rank
   size_t piece_bytes_;
+  size_t all_to_all_piece_bytes_;
   bool cma_ = false;
   bool prefers_single_copy_ = false;
 
