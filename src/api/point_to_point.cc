@@ -43,6 +43,10 @@ WorkPtr start_send(Group& g, const Tensor& tensor, int peer, int tag, bool block
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   return g.submit(
       p2p_info(OpKind::Send, in, peer, tag, blocking), {&in}, [&](Backend& b, const WorkPtr& w) {
+        // The copy is this call's own: whatever the Work keeps for a
+        // blocking call, it must keep the copy (the message may move
+        // after this function returned: a ring that is full).
+        if (in_copy && w->info().blocking) w->keep_alive(*in_copy);
         b.send(w, in.data_ptr(), static_cast<size_t>(in.numel()), in.dtype(), peer, tag);
       });
 }

@@ -215,6 +215,40 @@ TEST(P2P, NonContiguousSend) {
   });
 }
 
+// A non-contiguous tensor is sent from a contiguous copy: that copy must live until
+// the message is delivered, not only through the call's first pass. With 4 KiB
+// rings a 6 KiB message does not fit, so most of it moves after send() has
+// started waiting (and in a batch, after the batch started its other transfers);
+// 2 MiB with the default rings.
+TEST(P2P, NonContiguousSendOutlivesItsFirstPass) {
+  for (bool small_rings : {true, false}) {
+    run_ranks(
+        2,
+        [small_rings](int rank) {
+          const int64_t rows = small_rings ? 24 : 512, cols = small_rings ? 64 : 1024;
+          auto expect = [&](int64_t k) { return double((k % rows) * cols + k / rows); };
+          const std::string what = std::to_string(rows * cols * 4) + " bytes";
+          if (rank == 0) {
+            Tensor base = Tensor::arange(rows * cols, DType::Float32).reshape({rows, cols});
+            send(base.transpose(0, 1), 1);
+            batch_isend_irecv({P2POp("isend", base.transpose(0, 1), 1)});
+          } else {
+            // Late receives: the sender's first pass is long over when they start.
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            Tensor y = recv(Tensor::zeros({cols, rows}), 0);
+            check_tensor(y, DType::Float32, {cols, rows}, expect,
+                         "recv of a transposed send, " + what);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            Tensor z =
+                std::move(batch_isend_irecv({P2POp("irecv", Tensor::zeros({cols, rows}), 0)})[0]);
+            check_tensor(z, DType::Float32, {cols, rows}, expect,
+                         "batch recv of a transposed send, " + what);
+          }
+        },
+        small_rings ? small_chunks() : RunOptions{});
+  }
+}
+
 TEST(P2P, PeerNotInGroupIsAnError) {
   run_ranks(4, [](int rank) {
     SoftChecks soft;
