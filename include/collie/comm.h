@@ -150,10 +150,13 @@ struct P2POp {
 // Starts every op at once and waits for all of them. Returns one tensor per op in
 // list order: received tensors for irecv, a 0-d float32 zero placeholder for isend.
 // Any order of sends and receives completes (no deadlock), whatever the sizes.
-// TypeError for an empty list. If a transfer fails (a dead peer, a size mismatch,
-// a deadline), its error is raised as soon as it is known; the batch's other
-// transfers carry on in the background, keeping their tensors alive, and end on
-// their own (the flight recorder shows how).
+// Consecutive ops naming the same group are one call on it (one sequence number,
+// one flight-recorder entry: "batch_isend_irecv of N transfers"); an op alone on
+// its group is recorded as send/recv. TypeError for an empty list. If a transfer
+// fails (a dead peer, a size mismatch, a deadline), its error is raised as soon as
+// it is known, naming the transfer ("... (its irecv from rank 1 tag 0): ..."); the
+// batch's other transfers carry on in the background, keeping their tensors
+// alive, and end on their own.
 // The list may be a vector, a braced list (whose ops are not copied) or any
 // contiguous range of P2POp.
 std::vector<Tensor> batch_isend_irecv(std::span<const P2POp> p2p_op_list);

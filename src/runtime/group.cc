@@ -42,14 +42,19 @@ bool may_be_large(const OpInfo& info, int group_size) {
 }
 }  // namespace
 
-WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
-                      FunctionRef<void(Backend&, const WorkPtr&)> launch) {
-  std::lock_guard<FutexMutex> lock(submit_mu_);
+WorkPtr Group::new_work(OpInfo info) {
   info.group = shared_name_;
   info.seq = next_seq_++;
   recorder_->issued(info);
   auto work = std::allocate_shared<Work>(PoolAllocator<Work>{}, std::move(info));
   work->set_recorder(recorder_.get());
+  return work;
+}
+
+WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
+                      FunctionRef<void(Backend&, const WorkPtr&)> launch) {
+  std::lock_guard<FutexMutex> lock(submit_mu_);
+  WorkPtr work = new_work(std::move(info));
   // A blocking call's caller holds its tensors until the operation has finished;
   // only asynchronous operations need the Work to keep them (each kept tensor
   // costs two atomic reference-count updates), and large ones, which may take a
@@ -58,6 +63,15 @@ WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_ali
   if (!work->info().blocking || may_be_large(work->info(), size())) {
     for (const Tensor* t : keep_alive) work->keep_alive(*t);
   }
+  launch(*backend_, work);
+  return work;
+}
+
+WorkPtr Group::submit_parts(OpInfo info, uint32_t parts,
+                            FunctionRef<void(Backend&, const WorkPtr&)> launch) {
+  std::lock_guard<FutexMutex> lock(submit_mu_);
+  WorkPtr work = new_work(std::move(info));
+  work->expect_parts(parts);
   launch(*backend_, work);
   return work;
 }

@@ -43,6 +43,12 @@ class Group {
   // (asynchronous operations only: a blocking caller holds them itself).
   WorkPtr submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
                  FunctionRef<void(Backend&, const WorkPtr&)> launch);
+  // The choke point for one call of several transfers (a batch_isend_irecv run on
+  // this group): one sequence number and one Work of `parts` parts
+  // (Work::expect_parts), which `launch` hands to the backend once per transfer.
+  // Blocking calls only: the caller holds the tensors.
+  WorkPtr submit_parts(OpInfo info, uint32_t parts,
+                       FunctionRef<void(Backend&, const WorkPtr&)> launch);
 
   // Waits until every operation issued on this group has finished.
   void drain();
@@ -60,6 +66,9 @@ class Group {
   std::shared_ptr<FlightRecorder> recorder_;
   FutexMutex submit_mu_;
   uint64_t next_seq_ = 1;
+
+  // Stamps `info` and makes its Work (submit_mu_ held).
+  WorkPtr new_work(OpInfo info);
 };
 
 }  // namespace collie::detail

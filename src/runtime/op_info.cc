@@ -40,6 +40,8 @@ const char* op_kind_name(OpKind kind) {
       return "send";
     case OpKind::Recv:
       return "recv";
+    case OpKind::BatchP2P:
+      return "batch_isend_irecv";
   }
   return "unknown_op";
 }
@@ -63,11 +65,18 @@ std::string OpInfo::describe() const {
          std::to_string(seq);
 }
 
+std::string OpInfo::describe_transfer(bool is_send, int world_peer, int64_t tag) const {
+  if (kind != OpKind::BatchP2P) return describe();
+  return describe() + " (its " + (is_send ? "isend to" : "irecv from") + " rank " +
+         std::to_string(world_peer) + " tag " + std::to_string(tag) + ")";
+}
+
 std::string OpInfo::describe_call() const {
   std::string s = op_kind_name(kind);
   bool reduces =
       kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::Reduce;
   if (reduces) s += "(" + std::string(reduce_op_name(reduce_op)) + ")";
+  if (kind == OpKind::BatchP2P) return s + " of " + std::to_string(count) + " transfers";
   if (kind != OpKind::Barrier) {
     s += " " + std::string(dtype_name(dtype)) + " x" + std::to_string(count);
   }

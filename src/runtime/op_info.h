@@ -23,6 +23,9 @@ enum class OpKind : uint8_t {
   AllToAll,
   Send,
   Recv,
+  // Several sends and receives of one batch_isend_irecv on one group, one Work
+  // (Work::expect_parts); `count` is how many.
+  BatchP2P,
 };
 
 const char* op_kind_name(OpKind kind);
@@ -51,6 +54,11 @@ struct OpInfo {
   std::string describe() const;
   // The call alone, without group and seq: "all_reduce(sum) float32 x1024"
   std::string describe_call() const;
+  // describe() for one transfer of the call, with world rank `world_peer`: a
+  // transfer of a batch shares its Work (and so this OpInfo) with the batch's
+  // others, so it says which one: "batch_isend_irecv of 4 transfers on group 'g'
+  // seq 7 (its isend to rank 1 tag 0)". Other calls: describe().
+  std::string describe_transfer(bool is_send, int world_peer, int64_t tag) const;
 
   // kind | dtype << 8 | reduce op << 16 | (root + 1) << 32 in one word, as step
   // fingerprints and flight-recorder entries store it (bits 24-31 are left to

@@ -21,12 +21,24 @@ void retain_forever(std::shared_ptr<Storage> storage) {
 }
 }  // namespace
 
+// The last part to complete ends the Work, unless a failure ended it before.
+// The countdown's acquire-release chain makes every part's effects (data
+// received) visible to whoever sees the end. Parts may finish on different
+// threads (a backend's progress thread, a caller driving it), hence atomics.
+bool Work::part_ends_work(bool failed) {
+  const bool last = parts_left_.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  if (!failed && !last) return false;
+  return !ended_.exchange(true, std::memory_order_acq_rel);
+}
+
 void Work::complete() {
+  if (parts_ > 1 && !part_ends_work(/*failed=*/false)) return;
   if (recorder_) recorder_->finished(info_.seq, {});
   publish_done();
 }
 
 void Work::fail(std::exception_ptr error) {
+  if (parts_ > 1 && !part_ends_work(/*failed=*/true)) return;
   if (recorder_) {
     std::string what = "unknown error";
     bool comm_failure = false;

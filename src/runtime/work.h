@@ -1,4 +1,5 @@
-// Work: one in-flight operation, completed exactly once by its backend.
+// Work: one in-flight operation, completed exactly once by its backend (once per
+// part: expect_parts).
 //
 // The api creates a Work per call (keeping the call's tensors alive while the
 // backend uses their memory), the backend completes or fails it from its progress
@@ -8,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <vector>
@@ -76,6 +78,17 @@ class Work {
     }
   }
 
+  // A Work that covers several transfers (a batch_isend_irecv run): the backend
+  // completes or fails each of the `parts` as if it were a Work of its own. The
+  // Work ends when the last part completes, or at once when a part fails; the
+  // other parts then go on in the background, so whoever returns on that error
+  // must keep their tensors alive (keep_alive). Called before the backend
+  // starts; one part (the default) costs complete() and fail() nothing extra.
+  void expect_parts(uint32_t parts) {
+    parts_ = parts;
+    parts_left_.store(parts, std::memory_order_relaxed);
+  }
+
   void complete();
   void fail(std::exception_ptr error);
 
@@ -90,6 +103,9 @@ class Work {
   int kept_ = 0;
   std::vector<std::shared_ptr<Storage>> kept_more_;
   bool retain_on_failure_ = false;  // set before the backend starts the operation
+  uint32_t parts_ = 1;              // expect_parts(), before the backend starts
+  std::atomic<uint32_t> parts_left_{1};
+  std::atomic<bool> ended_{false};  // of a Work of several parts: its end was published
   // Completion is one word, 0 then 1. Threads that wait without a driver sleep
   // on it (a futex; counted in sleepers_), so completing an operation nobody
   // sleeps on is one store and one load, and a Work has no mutex or condition
@@ -103,6 +119,8 @@ class Work {
   detail::FlightRecorder* recorder_ = nullptr;
 
   void publish_done();
+  // Whether a part's completion (failed: its failure) ends a Work of several parts.
+  bool part_ends_work(bool failed);
   // Sleeps on done_ until done or `deadline` (if given).
   bool sleep_until_done(const std::chrono::steady_clock::time_point* deadline);
   // The driver to progress this work with, if any; `holder` keeps a weakly held

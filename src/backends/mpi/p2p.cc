@@ -19,9 +19,11 @@ void check_tag(int tag, int tag_ub, const std::string& what) {
 
 std::unique_ptr<Task> make_send(const MpiGroup& g, const WorkPtr& w, const void* in, size_t count,
                                 DType dtype, int peer, int tag, int tag_ub) {
-  const std::string what = w->info().describe();
+  const int world_peer = g.world_ranks[static_cast<size_t>(peer)];
+  const std::string what = w->info().describe_transfer(/*is_send=*/true, world_peer, tag);
   check_tag(tag, tag_ub, what);
   auto t = std::make_unique<Task>(w);
+  t->describe_as(what);
   const int c = mpi_count(count, what);
   MPI_Comm comm = g.comm;
   MPI_Datatype raw = raw_type(dtype);
@@ -33,12 +35,13 @@ std::unique_ptr<Task> make_send(const MpiGroup& g, const WorkPtr& w, const void*
 
 std::unique_ptr<Task> make_recv(const MpiGroup& g, const WorkPtr& w, void* out, size_t count,
                                 DType dtype, int peer, int tag, int tag_ub) {
-  const std::string what = w->info().describe();
+  const int world_peer = g.world_ranks[static_cast<size_t>(peer)];
+  const std::string what = w->info().describe_transfer(/*is_send=*/false, world_peer, tag);
   check_tag(tag, tag_ub, what);
   auto t = std::make_unique<Task>(w);
+  t->describe_as(what);
   const int c = mpi_count(count, what);
   const size_t expected = count * element_size(dtype);
-  const int world_peer = g.world_ranks[static_cast<size_t>(peer)];
   MPI_Comm comm = g.comm;
   MPI_Datatype raw = raw_type(dtype);
   t->then([=](Task& task) {

@@ -56,7 +56,9 @@ void Task::finish(std::exception_ptr error) {
   }
 }
 
-std::string Task::describe() const { return work_ ? work_->info().describe() : label_; }
+std::string Task::describe() const {
+  return work_ && label_.empty() ? work_->info().describe() : label_;
+}
 
 bool Task::blocking() const { return work_ && work_->info().blocking; }
 

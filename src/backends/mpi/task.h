@@ -62,6 +62,9 @@ class Task {
   bool finished() const { return finished_; }
   // "all_reduce(sum) float32 x7 on group 'g' seq 3", or the label.
   std::string describe() const;
+  // An operation's description in its errors, instead of its Work's (one
+  // transfer of a batch: OpInfo::describe_transfer).
+  void describe_as(std::string what) { label_ = std::move(what); }
   // The caller waits on this operation right now (latency matters more than CPU).
   bool blocking() const;
   std::future<void> future() { return promise_.get_future(); }

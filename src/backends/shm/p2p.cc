@@ -60,6 +60,14 @@ double seconds_since(std::chrono::steady_clock::time_point t,
 
 }  // namespace
 
+std::string describe(const SendRequest& r) {
+  return r.work->info().describe_transfer(/*is_send=*/true, r.dst, r.tag);
+}
+
+std::string describe(const RecvRequest& r) {
+  return r.work->info().describe_transfer(/*is_send=*/false, r.src, r.tag);
+}
+
 P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
                        std::function<void(bool)> finished)
     : world_(world),
@@ -96,18 +104,18 @@ std::exception_ptr P2PMatcher::size_mismatch(int src, const MessageHeader& h,
     return code < kNumDTypes ? std::string(dtype_name(static_cast<DType>(code))) : std::string("?");
   };
   return std::make_exception_ptr(CommError(
-      r.work->info().describe() + ": rank " + std::to_string(src) + " sent " +
-      std::to_string(h.nbytes) + " bytes of " + dtype_of_code(h.dtype) +
-      " but this receive expects " + std::to_string(r.nbytes) + " bytes of " +
-      std::string(dtype_name(r.dtype)) + " (shapes and dtypes of send and recv must match)"));
+      describe(r) + ": rank " + std::to_string(src) + " sent " + std::to_string(h.nbytes) +
+      " bytes of " + dtype_of_code(h.dtype) + " but this receive expects " +
+      std::to_string(r.nbytes) + " bytes of " + std::string(dtype_name(r.dtype)) +
+      " (shapes and dtypes of send and recv must match)"));
 }
 
 void P2PMatcher::add_send(SendRequest request) {
   int dst = request.dst;
   if (channel_broken_[static_cast<size_t>(dst)]) {
     complete(request.work, std::make_exception_ptr(CommError(
-                               request.work->info().describe() + ": the channel to rank " +
-                               std::to_string(dst) + " broke in an earlier failed send")));
+                               describe(request) + ": the channel to rank " + std::to_string(dst) +
+                               " broke in an earlier failed send")));
     return;
   }
   const bool pulled =
@@ -121,7 +129,7 @@ void P2PMatcher::add_send(SendRequest request) {
 void P2PMatcher::add_recv(RecvRequest request) {
   if (source_broken_[static_cast<size_t>(request.src)]) {
     complete(request.work, std::make_exception_ptr(CommError(
-                               request.work->info().describe() + ": the p2p stream from rank " +
+                               describe(request) + ": the p2p stream from rank " +
                                std::to_string(request.src) + " broke earlier (corrupt data)")));
     return;
   }
@@ -145,8 +153,7 @@ void P2PMatcher::add_recv(RecvRequest request) {
 void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
   if (u.deferred) return deliver_pulled(u, r);
   if (!u.error.empty()) {
-    complete(r.req.work, std::make_exception_ptr(
-                             CommError(r.req.work->info().describe() + ": " + u.error)));
+    complete(r.req.work, std::make_exception_ptr(CommError(describe(r.req) + ": " + u.error)));
     return;
   }
   if (u.header.nbytes != r.req.nbytes || u.header.dtype != static_cast<uint32_t>(r.req.dtype)) {
@@ -297,16 +304,16 @@ bool P2PMatcher::valid_header(const MessageHeader& h, std::string* why) {
 
 void P2PMatcher::break_source(int src, const std::string& what) {
   source_broken_[static_cast<size_t>(src)] = true;
-  auto fail = [&](const WorkPtr& w) {
-    complete(w, std::make_exception_ptr(CommError(w->info().describe() + ": " + what)));
+  auto fail = [&](const RecvRequest& r) {
+    complete(r.work, std::make_exception_ptr(CommError(describe(r) + ": " + what)));
   };
-  for (auto& r : posted_[static_cast<size_t>(src)]) fail(r.req.work);
+  for (auto& r : posted_[static_cast<size_t>(src)]) fail(r.req);
   posted_[static_cast<size_t>(src)].clear();
   Incoming& in = incoming_[static_cast<size_t>(src)];
-  if (in.recv) fail(in.recv->req.work);
+  if (in.recv) fail(in.recv->req);
   in.recv.reset();
   for (auto& u : unexpected_[static_cast<size_t>(src)]) {
-    if (u.claimant) fail(u.claimant->req.work);
+    if (u.claimant) fail(u.claimant->req);
     undefer(u);
   }
   unexpected_[static_cast<size_t>(src)].clear();
@@ -421,7 +428,7 @@ bool P2PMatcher::advance_incoming(int src) {
 std::exception_ptr P2PMatcher::send_stalled(const Send& s, int peer, bool peer_dead,
                                              Clock::time_point now, const char* dead,
                                              const char* silent, const char* hint) const {
-  const std::string who = s.req.work->info().describe() + ": rank " + std::to_string(peer);
+  const std::string who = describe(s.req) + ": rank " + std::to_string(peer);
   if (peer_dead) {
     return std::make_exception_ptr(
         CommError(who + " (pid " + std::to_string(world_.pid(peer)) + ") " + dead));
@@ -474,13 +481,13 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
     auto stalled = [&](const Recv& r) -> std::exception_ptr {
       if (peer_dead && !data_left) {
         return std::make_exception_ptr(
-            CommError(r.req.work->info().describe() + ": rank " + std::to_string(peer) + " (pid " +
+            CommError(describe(r.req) + ": rank " + std::to_string(peer) + " (pid " +
                       std::to_string(world_.pid(peer)) + ") died before sending the message"));
       }
       if (seconds_since(r.last_progress, now) > r.req.timeout_seconds) {
         return std::make_exception_ptr(
-            TimeoutError(r.req.work->info().describe() + ": no message from rank " +
-                         std::to_string(peer) + " within " + format_seconds(r.req.timeout_seconds) +
+            TimeoutError(describe(r.req) + ": no message from rank " + std::to_string(peer) +
+                         " within " + format_seconds(r.req.timeout_seconds) +
                          " (is it calling send with the same group and tag?)"));
       }
       return nullptr;

@@ -104,6 +104,11 @@ struct RecvRequest {
   double timeout_seconds = 300;
 };
 
+// How a request's errors begin: its Work's description, which for a transfer of
+// a batch says which one (OpInfo::describe_transfer).
+std::string describe(const SendRequest& r);
+std::string describe(const RecvRequest& r);
+
 class P2PMatcher {
  public:
   // `ring(world_rank)` rings that rank's doorbell; `finished(blocking)` is called

@@ -76,7 +76,7 @@ void P2PMatcher::deliver_pulled(Unexpected& u, Recv& r) {
       check_pull_not_cancelled(src, u.pull_seq);
       cma_read(world_.pid(src), r.req.data, u.pull_address, u.header.nbytes, src);
     } catch (const std::exception& e) {
-      error = std::make_exception_ptr(CommError(r.req.work->info().describe() + ": " + e.what()));
+      error = std::make_exception_ptr(CommError(describe(r.req) + ": " + e.what()));
     }
   }
   complete(r.req.work, error);

@@ -1,14 +1,18 @@
 // P2POp construction and batch_isend_irecv: the docstring ring on 2-4 ranks (placeholder
 // for isend, received tensor for irecv; ops in a braced list, a vector or a span),
 // receives described by shape + dtype, any order of
-// ops, an all-pairs exchange, a 64 MiB ring exchange each way, and the errors (the
-// first raised while the batch's other transfers carry on).
+// ops, an all-pairs exchange, a 64 MiB ring exchange each way, a run of ops on one
+// group as one call (one sequence number), and the errors (the first raised while
+// the batch's other transfers carry on).
 #include <array>
 #include <cstdlib>
 #include <new>
+#include <regex>
 #include <span>
+#include <string>
 
 #include "comm_test_util.h"
+#include "runtime/runtime_state.h"
 
 namespace collie::testing {
 namespace {
@@ -232,6 +236,41 @@ TEST(BatchIsendIrecv, TwelveOpsAlternatingGroups) {
           "world ring, round " + std::to_string(round));
     }
     destroy_group(pair);
+  });
+}
+
+// Consecutive ops on one group are one call at the group's choke point: one
+// sequence number, one flight-recorder entry. A run of one op is recorded as the
+// op itself (its errors name it exactly).
+TEST(BatchIsendIrecv, ARunOnOneGroupIsOneCall) {
+  run_ranks(2, [](int rank) {
+    const int peer = 1 - rank;
+    barrier();
+    std::vector<Tensor> out =
+        batch_isend_irecv({P2POp("isend", Tensor::full({2}, rank), peer, WORLD, 0),
+                           P2POp("irecv", Tensor::zeros({2}), peer, WORLD, 0),
+                           P2POp("isend", Tensor::full({3}, rank + 10), peer, WORLD, 1),
+                           P2POp("irecv", Tensor::zeros({3}), peer, WORLD, 1)});
+    check_tensor(
+        out[1], DType::Float32, {2}, [&](int64_t) { return double(peer); }, "tag 0");
+    check_tensor(
+        out[3], DType::Float32, {3}, [&](int64_t) { return peer + 10.0; }, "tag 1");
+    out = batch_isend_irecv({P2POp("isend", Tensor::full({2}, rank), peer, WORLD, 3)});
+    Tensor got = recv(Tensor::zeros({2}), peer, WORLD, 3);
+    check_tensor(
+        got, DType::Float32, {2}, [&](int64_t) { return double(peer); }, "one-op batch");
+    barrier();
+    const std::string d = collie::detail::lookup_for_op(WORLD, "test")->recorder().dump();
+    std::smatch m;
+    RCHECK(std::regex_search(
+        d, m,
+        std::regex(R"(seq (\d+) +barrier +completed.*\n)"
+                   R"( *seq (\d+) +batch_isend_irecv of 4 transfers +completed.*\n)"
+                   R"( *seq (\d+) +send float32 x2 peer \d \(group rank\) tag 3 +completed.*\n)"
+                   R"( *seq (\d+) +recv float32 x2 peer \d \(group rank\) tag 3 +completed.*\n)"
+                   R"( *seq (\d+) +barrier)")))
+        << d;
+    for (int k = 1; k < 5; ++k) RCHECK_EQ(std::stoi(m[k + 1]), std::stoi(m[k]) + 1) << d;
   });
 }
 

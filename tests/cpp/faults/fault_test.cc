@@ -247,8 +247,15 @@ TEST(FaultInjection, SigstopMidCmaAllReduceGivesTimeout) {
 // a transfer with rank 1 while their exchange with each other goes on.
 TEST(FaultInjection, SigkillMidBatchIsendIrecv) {
   Faulted x;
-  // The first failing op of the batch is reported: a send or a recv involving rank 1.
-  ASSERT_TRUE(killed_mid_operation("kill_batch", "peer 1", &x));
+  // The batch is one call (its four ops name one group); its first failing
+  // transfer is reported, by direction, peer and tag: one with rank 1.
+  ASSERT_TRUE(killed_mid_operation("kill_batch", "batch_isend_irecv of 4 transfers", &x));
+  for (int r : {0, 2}) {
+    const std::string message = x.job->result(r).message;
+    EXPECT_TRUE(
+        std::regex_search(message, std::regex(R"(\(its (isend to|irecv from) rank 1 tag \d+\))")))
+        << "rank " << r << ": " << message;
+  }
   expect_clean(*x.job, x.f);
 }
 

@@ -3,14 +3,18 @@
 // (retain_on_failure); otherwise they go with the work. And how it is waited
 // for: driven by its backend's driver where it has one (held weakly for
 // asynchronous works), else asleep on its completion word until another thread
-// completes it or the deadline passes.
+// completes it or the deadline passes. A work of several parts (a
+// batch_isend_irecv run) ends when its last part completes or its first fails,
+// and is recorded once.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "collie/errors.h"
 #include "runtime/work.h"
@@ -169,6 +173,90 @@ TEST(Work, AnAsynchronousWorkOutlivesItsDriverAndThenSleeps) {
   second->wait();
   EXPECT_TRUE(second->is_completed());
   driver->work.reset();
+}
+
+// A work of three parts, recorded in `recorder` as seq 1.
+struct ThreeParts {
+  detail::FlightRecorder recorder{"g", 0, 4};
+  WorkPtr work;
+  ThreeParts() {
+    detail::OpInfo info;
+    info.kind = detail::OpKind::BatchP2P;
+    info.count = 3;
+    info.seq = 1;
+    info.blocking = true;
+    recorder.issued(info);
+    work = std::make_shared<Work>(info);
+    work->set_recorder(&recorder);
+    work->expect_parts(3);
+  }
+  int recorded(const std::string& state) const {
+    const std::string d = recorder.dump();
+    int n = 0;
+    for (size_t at = d.find(state); at != std::string::npos; at = d.find(state, at + 1)) ++n;
+    return n;
+  }
+};
+
+TEST(Work, AWorkOfSeveralPartsEndsWhenItsLastPartCompletes) {
+  ThreeParts t;
+  t.work->complete();
+  t.work->complete();
+  EXPECT_FALSE(t.work->is_completed()) << "two of three parts";
+  EXPECT_EQ(t.recorded("completed"), 0);
+  t.work->complete();
+  EXPECT_TRUE(t.work->is_completed());
+  EXPECT_EQ(t.work->error(), nullptr);
+  EXPECT_EQ(t.recorded("completed"), 1) << t.recorder.dump();
+  t.work->wait();
+}
+
+TEST(Work, AWorkOfSeveralPartsEndsAtItsFirstFailure) {
+  ThreeParts t;
+  t.work->complete();
+  t.work->fail(timeout());
+  EXPECT_TRUE(t.work->is_completed()) << "the failure ends it, one part still going on";
+  EXPECT_THROW(t.work->wait(), TimeoutError);
+  // The last part's end changes nothing: the error stays, recorded once.
+  t.work->fail(std::make_exception_ptr(CommError("a later error")));
+  EXPECT_THROW(t.work->wait(), TimeoutError);
+  EXPECT_EQ(t.recorded("FAILED"), 1) << t.recorder.dump();
+  EXPECT_EQ(t.recorded("completed"), 0) << t.recorder.dump();
+  EXPECT_EQ(t.recorded("a later error"), 0) << t.recorder.dump();
+
+  ThreeParts last_fails;
+  last_fails.work->complete();
+  last_fails.work->complete();
+  last_fails.work->fail(timeout());
+  EXPECT_THROW(last_fails.work->wait(), TimeoutError);
+  EXPECT_EQ(last_fails.recorded("FAILED"), 1);
+}
+
+// Parts completed on two threads at once: the work ends once, after both, and the
+// waiter sees what each part wrote before completing (ThreadSanitizer checks the
+// ordering in the sanitizer run).
+TEST(Work, PartsCompletedOnTwoThreadsEndTheWorkOnceAfterBoth) {
+  constexpr int kWorks = 2000;
+  std::vector<WorkPtr> works;
+  std::vector<int> written(2 * kWorks, 0);
+  for (int i = 0; i < kWorks; ++i) {
+    works.push_back(std::make_shared<Work>(blocking_info(false)));
+    works.back()->expect_parts(2);
+  }
+  auto part = [&](int which) {
+    for (int i = 0; i < kWorks; ++i) {
+      written[static_cast<size_t>(2 * i + which)] = i + 1;
+      works[static_cast<size_t>(i)]->complete();
+    }
+  };
+  std::thread a(part, 0), b(part, 1);
+  for (int i = 0; i < kWorks; ++i) {
+    works[static_cast<size_t>(i)]->wait();
+    ASSERT_EQ(written[static_cast<size_t>(2 * i)], i + 1);
+    ASSERT_EQ(written[static_cast<size_t>(2 * i + 1)], i + 1);
+  }
+  a.join();
+  b.join();
 }
 
 }  // namespace
