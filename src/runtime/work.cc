@@ -21,14 +21,21 @@ void retain_forever(std::shared_ptr<Storage> storage) {
 }
 }  // namespace
 
-// The last part to complete ends the Work, unless a failure ended it before.
-// The countdown's acquire-release chain makes every part's effects (data
-// received) visible to whoever sees the end. Parts may finish on different
-// threads (a backend's progress thread, a caller driving it), hence atomics.
+// The last part to complete ends the Work, unless a failure ended it before; the
+// first part to fail ends it. Parts may finish on different threads (a
+// backend's progress thread, a caller driving it), hence atomics: a failing part
+// marks the end before it counts itself done, so the part that counts last sees
+// the mark through the countdown's acquire-release chain, which also makes every
+// part's effects (data received) visible to whoever sees the end. A successful
+// part costs one atomic read-modify-write.
 bool Work::part_ends_work(bool failed) {
-  const bool last = parts_left_.fetch_sub(1, std::memory_order_acq_rel) == 1;
-  if (!failed && !last) return false;
-  return !ended_.exchange(true, std::memory_order_acq_rel);
+  if (failed) {
+    const bool first = !ended_.exchange(true, std::memory_order_acq_rel);
+    parts_left_.fetch_sub(1, std::memory_order_acq_rel);
+    return first;
+  }
+  return parts_left_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+         !ended_.load(std::memory_order_acquire);
 }
 
 void Work::complete() {
