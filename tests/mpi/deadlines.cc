@@ -7,7 +7,9 @@
 //   3. create_group that the other member never calls fails with TimeoutError
 //      naming that rank, instead of blocking in MPI_Comm_create_group;
 //   4. an all_to_all whose counts disagree fails on every rank with CommError, and
-//      the group stays usable.
+//      the group stays usable;
+//   5. a batch_isend_irecv whose second op has a tag MPI refuses raises ValueError
+//      after its first op (a send) started, and that send is still delivered.
 // Exits 0 and prints "deadlines: PASS" on rank 0 when every check holds.
 #include <collie/collie.h>
 
@@ -112,6 +114,22 @@ int main() {
                           {"all_to_all", "sends 2 elements to rank 1, which expects 3"});
   auto [y, h] = all_reduce(Tensor::ones({1}));
   expect(y.item(0) == 2.0, rank, "the world works after the all_to_all mismatch");
+
+  // 5. A batch whose second op has a tag MPI refuses: it raises ValueError naming
+  // the batch, the transfer and the tag, after its first op (a send) started; that
+  // send is still delivered, from a tensor only the batch held.
+  const int peer = 1 - rank;
+  expect_throw<ValueError>(
+      rank, "batch with a bad tag",
+      [&] {
+        batch_isend_irecv({P2POp("isend", Tensor::full({3}, rank + 5.0), peer, WORLD, 7),
+                           P2POp("irecv", Tensor::zeros({3}), peer, WORLD, -1)});
+      },
+      {"batch_isend_irecv of 2 transfers", "irecv from rank", "tag -1",
+       "outside the range MPI allows"});
+  Tensor got = recv(Tensor::zeros({3}), peer, WORLD, 7);
+  expect(got.item(0) == peer + 5.0 && got.item(2) == peer + 5.0, rank,
+         "the batch's started send arrived: " + std::to_string(got.item(0)));
 
   release();
   if (rank == 0 && failures == 0) std::printf("deadlines: PASS\n");
