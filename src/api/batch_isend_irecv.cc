@@ -145,22 +145,23 @@ class Batch {
     info.count = run.end - run.begin;
     info.blocking = true;
     run.work = run.group->submit_parts(std::move(info), static_cast<uint32_t>(run.end - run.begin),
-                                       [&](Backend& b, const WorkPtr& w) {
-                                         for (size_t i = run.begin; i < run.end; ++i) {
-                                           try {
-                                             start_part(b, w, i);
-                                           } catch (...) {
-                                             // The transfers started so far go on with this Work:
-                                             // it keeps their tensors. The others never start: fail
-                                             // their parts, so the Work ends.
-                                             keep_alive_parts(*w, run.begin, i);
-                                             const std::exception_ptr error =
-                                                 std::current_exception();
-                                             for (size_t j = i; j < run.end; ++j) w->fail(error);
-                                             throw;
-                                           }
-                                         }
-                                       });
+                                       [&](Backend& b, const WorkPtr& w) { launch(b, w, run); });
+  }
+
+  // Hands a run's transfers to the backend, all with the run's Work.
+  void launch(Backend& b, const WorkPtr& w, const Run& run) {
+    for (size_t i = run.begin; i < run.end; ++i) {
+      try {
+        start_part(b, w, i);
+      } catch (...) {
+        // The transfers started so far go on with this Work: it keeps their
+        // tensors. The others never start: fail their parts, so the Work ends.
+        keep_alive_parts(*w, run.begin, i);
+        const std::exception_ptr error = std::current_exception();
+        for (size_t j = i; j < run.end; ++j) w->fail(error);
+        throw;
+      }
+    }
   }
 
   void start_one(Run& run) {
