@@ -27,15 +27,17 @@ std::string list_str(const std::vector<int64_t>& v) {
 
 // Element counts per rank of a split along dim 0 (rows of `row` elements): the
 // given split sizes (checked), or N equal parts.
-detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row, int n,
-                            const char* which) {
+detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row,
+                            const detail::Group& g, const char* which) {
+  const int n = g.size();
   if (given.empty()) {
-    if (rows % n != 0) {
+    const int64_t per_rank = g.rows_per_rank(rows);
+    if (per_rank < 0) {
       throw ValueError(std::string("For all_to_all_single_with_output_shape, ") + which +
                        " shape at dim 0 must be divided by world_size, but got " +
                        std::to_string(rows) + " and " + std::to_string(n) + ".");
     }
-    return detail::Counts(static_cast<size_t>(n), static_cast<size_t>(rows / n * row));
+    return detail::Counts(static_cast<size_t>(n), static_cast<size_t>(per_rank * row));
   }
   if (given.size() != static_cast<size_t>(n)) {
     throw ValueError(std::string("all_to_all_single_with_output_shape: ") + which +
@@ -120,7 +122,6 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
     const Shape& output_shape, const Tensor& tensor, const std::vector<int64_t>& output_split_sizes,
     const std::vector<int64_t>& input_split_sizes, std::string_view group, bool async_op) {
   auto g = detail::lookup_for_op(group, "all_to_all_single_with_output_shape");
-  const int n = g->size();
   if (tensor.dim() == 0) {
     throw ValueError(
         "For all_to_all_single_with_output_shape, the input must have at least one dimension");
@@ -131,9 +132,9 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
   }
   // Sizes of what is sent come from the input tensor itself (not from output_shape).
   detail::Counts send =
-      split_counts(input_split_sizes, tensor.size(0), row_size(tensor.shape()), n, "input");
+      split_counts(input_split_sizes, tensor.size(0), row_size(tensor.shape()), *g, "input");
   detail::Counts recv =
-      split_counts(output_split_sizes, output_shape[0], row_size(output_shape), n, "output");
+      split_counts(output_split_sizes, output_shape[0], row_size(output_shape), *g, "output");
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, output_shape, tensor.dtype());

@@ -50,7 +50,8 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
   if (tensor.dim() == 0) {
     throw ValueError("For reduce_scatter_tensor, the shape size of 'input_shape' can not be 0.");
   }
-  if (tensor.size(0) % g->size() != 0) {
+  const int64_t rows = g->rows_per_rank(tensor.size(0));
+  if (rows < 0) {
     throw ValueError(
         "For reduce_scatter_tensor, the first dimension for 'input_shape' must be "
         "divided by 'rank_size', but got input_shape[0]: " +
@@ -58,8 +59,7 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
   }
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
-  Tensor out = detail::new_output(
-      in, detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
+  Tensor out = detail::new_output(in, detail::with_rows(tensor.shape(), rows), tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
   WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op, -1, !async_op), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -122,7 +122,8 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
   auto g = lookup_for_op(group, "scatter_tensor");
   int root = to_group_rank(*g, src, "scatter_tensor", "src");
   if (tensor.dim() == 0) throw ValueError("For scatter_tensor, 'input_shape' is empty. ");
-  if (tensor.size(0) % g->size() != 0) {
+  const int64_t rows = g->rows_per_rank(tensor.size(0));
+  if (rows < 0) {
     throw ValueError(
         "For scatter_tensor, the first dimension for 'input_shape' must be divided by "
         "'rank_size', but got input_shape[0]: " +
@@ -130,8 +131,7 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
   }
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
-  Tensor out = detail::new_output(
-      in, detail::with_rows(tensor.shape(), tensor.size(0) / g->size()), tensor.dtype());
+  Tensor out = detail::new_output(in, detail::with_rows(tensor.shape(), rows), tensor.dtype());
   const size_t n = static_cast<size_t>(out.numel());
   WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {

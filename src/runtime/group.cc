@@ -1,6 +1,7 @@
 #include "runtime/group.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "core/small_pool.h"
 
@@ -14,6 +15,8 @@ Group::Group(std::string name, std::vector<int> world_ranks, int my_world_rank,
       timeout_seconds_(timeout_seconds),
       backend_(std::move(backend)) {
   rank_ = group_rank_of(my_world_rank);
+  const auto n = static_cast<unsigned>(world_ranks_.size());
+  if (std::has_single_bit(n)) size_shift_ = std::countr_zero(n);
   recorder_ = std::make_shared<FlightRecorder>(name_, my_world_rank, flight_recorder_capacity());
   // The name every OpInfo carries shares ownership of the recorder, so a Work
   // (which holds its OpInfo) can record its end through a plain pointer.

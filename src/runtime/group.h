@@ -37,6 +37,17 @@ class Group {
   double timeout_seconds() const { return timeout_seconds_; }
   // Group rank of a world rank, -1 if not a member.
   int group_rank_of(int world_rank) const;
+  // `rows` split into size() equal parts: rows per rank, or -1 if size() does not
+  // divide `rows` (rows >= 0). A shift and a mask for groups of a power-of-two
+  // size: reduce_scatter, scatter and all_to_all split on every call, and a 64-bit
+  // division takes up to tens of cycles (2 ranks, 8 B back to back: reduce_scatter
+  // ~0.38 -> ~0.37 us; all_to_all, two splits, unchanged within the noise).
+  int64_t rows_per_rank(int64_t rows) const {
+    if (size_shift_ >= 0) {
+      return (rows & ((int64_t{1} << size_shift_) - 1)) != 0 ? -1 : rows >> size_shift_;
+    }
+    return rows % size() != 0 ? -1 : rows / size();
+  }
 
   // The choke point. `launch` is called with the backend and the new Work, which
   // keeps the storage of the `keep_alive` tensors alive until it is destroyed
@@ -60,6 +71,7 @@ class Group {
   // Stamped on every OpInfo: the recorder's copy of name_, owned with it.
   std::shared_ptr<const std::string> shared_name_;
   std::vector<int> world_ranks_;
+  int size_shift_ = -1;  // log2(size()) for a power-of-two size, else -1 (rows_per_rank)
   int rank_;
   double timeout_seconds_;
   std::unique_ptr<Backend> backend_;
