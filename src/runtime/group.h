@@ -1,10 +1,11 @@
 // Group: a named set of world ranks, and the choke point every operation passes.
 //
 // world_ranks is the ONE world<->group map: group rank i is world_ranks[i], in the
-// order given to create_group. submit() is where every operation goes through:
-// it stamps the group's next sequence number, creates the Work that keeps the
-// operation's tensors alive, and hands it to the backend, all under one lock so
-// that operations reach the backend in sequence order.
+// order given to create_group. submit() is where every operation goes through
+// (submit_parts() for a batch_isend_irecv run of several transfers): it stamps
+// the group's next sequence number, creates the Work that keeps the operation's
+// tensors alive, and hands it to the backend, all under one lock so that
+// operations reach the backend in sequence order.
 #pragma once
 
 #include <cstdint>
