@@ -20,14 +20,16 @@ uint64_t ring_offset(uint64_t size, uint64_t pos) {
 }
 
 // Copies into / out of a ring of `size` bytes at stream position `pos`, wrapping.
-void ring_write(uint8_t* ring, uint64_t size, uint64_t pos, const void* src, uint64_t n) {
+// Inlined, so that a header's or address's fixed size makes its copy a few moves
+// instead of a call to memcpy (each message writes a header and reads it back).
+[[gnu::always_inline]] inline void ring_write(uint8_t* ring, uint64_t size, uint64_t pos, const void* src, uint64_t n) {
   uint64_t at = ring_offset(size, pos);
   uint64_t first = std::min(n, size - at);
   std::memcpy(ring + at, src, first);
   if (n > first) std::memcpy(ring, static_cast<const uint8_t*>(src) + first, n - first);
 }
 
-void ring_read(const uint8_t* ring, uint64_t size, uint64_t pos, void* dst, uint64_t n) {
+[[gnu::always_inline]] inline void ring_read(const uint8_t* ring, uint64_t size, uint64_t pos, void* dst, uint64_t n) {
   uint64_t at = ring_offset(size, pos);
   uint64_t first = std::min(n, size - at);
   if (dst != nullptr) {
