@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "core/small_pool.h"
+#include "runtime/interruptible_wait.h"
 
 namespace collie::detail {
 
@@ -60,10 +61,12 @@ WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_ali
   WorkPtr work = new_work(std::move(info));
   // A blocking call's caller holds its tensors until the operation has finished;
   // only asynchronous operations need the Work to keep them (each kept tensor
-  // costs two atomic reference-count updates), and large ones, which may take a
+  // costs two atomic reference-count updates), large ones, which may take a
   // single-copy path whose Work must be able to outlive a failure with them
-  // (Work::retain_on_failure).
-  if (!work->info().blocking || may_be_large(work->info(), size())) {
+  // (Work::retain_on_failure), and those whose caller may abandon the wait
+  // (interruptible_wait.h).
+  if (!work->info().blocking || may_be_large(work->info(), size()) ||
+      InterruptibleWaits::current() != nullptr) {
     for (const Tensor* t : keep_alive) work->keep_alive(*t);
   }
   launch(*backend_, work);

@@ -8,6 +8,7 @@
 #include "collie/errors.h"
 #include "collie/handle.h"
 #include "runtime/futex.h"
+#include "runtime/interruptible_wait.h"
 
 namespace collie {
 
@@ -113,6 +114,15 @@ ProgressDriver* Work::lock_driver(std::shared_ptr<ProgressDriver>& holder) const
 
 void Work::wait() {
   if (!is_completed()) {
+    if (const auto check = detail::InterruptibleWaits::current()) {
+      // In slices, with the check between them (interruptible_wait.h); wait_until
+      // rethrows the operation's error.
+      while (!wait_until(std::chrono::steady_clock::now() +
+                         detail::InterruptibleWaits::kCheckInterval)) {
+        if (check()) throw detail::WaitInterrupted();
+      }
+      return;
+    }
     std::shared_ptr<ProgressDriver> holder;
     if (ProgressDriver* driver = lock_driver(holder)) driver->drive(*this);
   }

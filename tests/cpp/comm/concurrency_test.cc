@@ -1,6 +1,7 @@
 // Concurrency: two disjoint groups running at the same time, sub-group operations in
 // flight while world operations run, many kinds of async operations queued on one group
-// (they complete in issue order), and sync ops issued while async ones are pending.
+// (they complete in issue order), sync ops issued while async ones are pending, and
+// blocking waits abandoned through InterruptibleWaits (the Python binding's Ctrl-C).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "comm_test_util.h"
+#include "runtime/interruptible_wait.h"
 
 namespace collie::testing {
 namespace {
@@ -209,6 +211,68 @@ TEST(Concurrency, AsyncSendAfterBlockingCallCompletesInTheBackground) {
           got, DType::Float32, {64 << 10}, [](int64_t) { return 7.0; }, "recv");
     }
     barrier();
+  });
+}
+
+// A blocking call abandoned by an InterruptibleWaits check (Python: Ctrl-C) goes on
+// in the background, with its tensors kept: rank 0 gives up on an all_reduce, a
+// recv and a two-op batch before rank 1 comes, drops every tensor of them, and
+// later calls see the abandoned ones complete in order (ASan, in the sanitizer
+// run, would see a write into freed memory). A check that says no keeps waiting.
+TEST(Concurrency, AbandonedBlockingWaitsKeepTheirTensors) {
+  run_ranks(2, [](int rank) {
+    static std::atomic<int> checks{0};
+    checks = 0;
+    auto give_up = [] { return ++checks >= 2; };  // after about 2 x 50 ms
+    if (rank == 0) {
+      {
+        collie::detail::InterruptibleWaits scope(+give_up);
+        RCHECK_THROWS_DERIVED(all_reduce(Tensor::full({1000}, 1.0)),
+                              collie::detail::WaitInterrupted);
+        checks = 0;
+        RCHECK_THROWS_DERIVED(recv(Tensor::zeros({1000}), 1, WORLD, 5),
+                              collie::detail::WaitInterrupted);
+        checks = 0;
+        RCHECK_THROWS_DERIVED(
+            batch_isend_irecv({P2POp("isend", Tensor::full({1000}, 3.0), 1, WORLD, 6),
+                               P2POp("irecv", Tensor::zeros({1000}), 1, WORLD, 7)}),
+            collie::detail::WaitInterrupted);
+      }
+      // Scribble over freed memory of those sizes, then check that later calls
+      // still line up (the abandoned ones took rank 1's first messages).
+      std::vector<Tensor> fill;
+      for (int i = 0; i < 16; ++i) fill.push_back(Tensor::full({1000}, -9.0));
+      auto [sum, h] = all_reduce(Tensor::full({4}, 1.0));
+      check_tensor(
+          sum, DType::Float32, {4}, [](int64_t) { return 2.0; }, "all_reduce after");
+      Tensor second = recv(Tensor::zeros({3}), 1, WORLD, 5);
+      check_tensor(
+          second, DType::Float32, {3}, [](int64_t) { return 5.0; }, "second tag-5 message");
+      collie::detail::InterruptibleWaits patient(+[] { return false; });
+      Tensor later = recv(Tensor::zeros({2}), 1, WORLD, 8);  // comes after 150 ms
+      check_tensor(
+          later, DType::Float32, {2}, [](int64_t) { return 8.0; }, "patient recv");
+      for (const Tensor& f : fill) {
+        check_tensor(
+            f, DType::Float32, {1000}, [](int64_t) { return -9.0; },
+            "memory the abandoned calls gave back, reused");
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      auto [y, h] = all_reduce(Tensor::full({1000}, 2.0));
+      check_tensor(
+          y, DType::Float32, {1000}, [](int64_t) { return 3.0; }, "abandoned all_reduce");
+      send(Tensor::full({1000}, 4.0), 0, WORLD, 5);
+      Tensor got =
+          std::move(batch_isend_irecv({P2POp("irecv", Tensor::zeros({1000}), 0, WORLD, 6),
+                                       P2POp("isend", Tensor::full({1000}, 7.0), 0, WORLD, 7)})[0]);
+      check_tensor(
+          got, DType::Float32, {1000}, [](int64_t) { return 3.0; }, "abandoned batch's send");
+      auto [sum, h2] = all_reduce(Tensor::full({4}, 1.0));
+      send(Tensor::full({3}, 5.0), 0, WORLD, 5);
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      send(Tensor::full({2}, 8.0), 0, WORLD, 8);
+    }
   });
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "collie/errors.h"
+#include "runtime/interruptible_wait.h"
 #include "runtime/work.h"
 
 namespace collie {
@@ -173,6 +174,30 @@ TEST(Work, AnAsynchronousWorkOutlivesItsDriverAndThenSleeps) {
   second->wait();
   EXPECT_TRUE(second->is_completed());
   driver->work.reset();
+}
+
+// Inside an InterruptibleWaits scope a wait checks between 50 ms slices: it throws
+// WaitInterrupted once the check says so, and otherwise waits on to completion.
+// Scopes nest (the inner one's check applies) and end with their block.
+TEST(Work, AWaitInAnInterruptibleScopeEndsWhenItsCheckSaysSo) {
+  static std::atomic<int> checks{0};
+  checks = 0;
+  auto work = std::make_shared<Work>(blocking_info(true));
+  {
+    detail::InterruptibleWaits outer(+[] { return false; });
+    detail::InterruptibleWaits scope(+[] { return ++checks == 2; });
+    const auto start = Clock::now();
+    EXPECT_THROW(work->wait(), detail::WaitInterrupted);
+    EXPECT_EQ(checks.load(), 2);
+    EXPECT_GE(Clock::now() - start, 2 * detail::InterruptibleWaits::kCheckInterval);
+    EXPECT_FALSE(work->is_completed()) << "abandoned, not cancelled";
+  }
+  EXPECT_EQ(detail::InterruptibleWaits::current(), nullptr);
+  {
+    detail::InterruptibleWaits patient(+[] { return false; });
+    LateCompletion later(work, 120ms, timeout());
+    EXPECT_THROW(work->wait(), TimeoutError) << "the operation's own error, after slices";
+  }
 }
 
 // A work of three parts, recorded in `recorder` as seq 1.
