@@ -2,6 +2,7 @@
 //
 //   _get_bprop(op_name, attrs: dict) -> _Bprop     attributes converted to AttrValue
 //   _Bprop(x, out, dout) -> array | list[array]     the rule, GIL released while it runs
+//                                                    (Ctrl-C interrupts it: blocking_call.h)
 //   _rule_table() -> list[dict]                      collie::autograd::rule_table()
 //
 // Attributes: bool -> bool; int -> int64; float -> double; str -> string; a list/tuple
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "blocking_call.h"
 #include "collie/autograd.h"
 #include "collie/errors.h"
 #include "convert.h"
@@ -224,15 +226,13 @@ py::object call(const ag::Bprop& b, py::handle x, py::handle out, py::handle dou
   const bool list_form = ax.is_list || aout.is_list || adout.is_list;
   const bool all_single =
       !list_form && ax.tensors.size() == 1 && aout.tensors.size() == 1 && adout.tensors.size() == 1;
-  ag::TensorList dx;
-  {
-    py::gil_scoped_release nogil;  // the rule communicates: other threads (and its peers) run
-    if (all_single) {
-      dx = {b(ax.tensors[0], aout.tensors[0], adout.tensors[0])};  // C++'s single-tensor form
-    } else {
-      dx = b(ax.tensors, aout.tensors, adout.tensors);
-    }
-  }
+  // The rule communicates: without the GIL (other threads and its peers run), and
+  // interruptibly (blocking_call.h).
+  const ag::TensorList dx = blocking([&]() -> ag::TensorList {
+    if (all_single)
+      return {b(ax.tensors[0], aout.tensors[0], adout.tensors[0])};  // C++'s single-tensor form
+    return b(ax.tensors, aout.tensors, adout.tensors);
+  });
   if (!list_form) {
     if (dx.size() != 1) {
       throw collie::ValueError("Bprop of " + b.op() + " returned " + std::to_string(dx.size()) +

@@ -83,7 +83,8 @@ def _interrupt(signum, frame):
 
 
 def interrupt_section(rank, size):
-    """A signal handler's exception (Ctrl-C: KeyboardInterrupt) ends a wait for a late peer.
+    """A signal handler's exception (Ctrl-C: KeyboardInterrupt) ends a wait for a late peer:
+    of a handle, of a synchronous collective, of a synchronous rooted one.
 
     The operation itself stays queued and completes when the peer arrives.
     """
@@ -93,18 +94,27 @@ def interrupt_section(rank, size):
             signal.setitimer(signal.ITIMER_REAL, 0.2)
             out, h = cf.irecv(np.zeros([1]), 1, tag=11)
             raises(Interrupted, h.wait)
-            signal.setitimer(signal.ITIMER_REAL, 0.2)
-            raises(Interrupted, cf.all_reduce, np.ones([3]))  # a synchronous call, too
+            # Synchronous calls too, a collective and a rooted one. Each must end at
+            # its alarm, not when rank 1 comes (2 s after the section began): a
+            # liveness bound, 0.8 s beyond the alarm.
+            for call, args in [(cf.all_reduce, (np.ones([3]),)), (cf.broadcast, (np.zeros([2]), 1))]:
+                start = time.monotonic()
+                signal.setitimer(signal.ITIMER_REAL, 0.2)
+                raises(Interrupted, call, *args)
+                waited = time.monotonic() - start
+                assert waited < 1.0, f"{call.__name__} was interrupted only after {waited:.2f} s"
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
         h.wait()
         same(out, np.array([1.0]), "message after the interrupted wait")
     else:
-        time.sleep(2.0)  # rank 0's two 0.2 s alarms fire well before
+        time.sleep(2.0)  # rank 0's three 0.2 s alarms fire well before
         cf.send(np.ones([1]), 0, tag=11)
         out, _ = cf.all_reduce(np.ones([3]))  # matches rank 0's interrupted (still running) one
         same(out, np.full([3], 2.0), "all_reduce whose partner was interrupted")
+        out = cf.broadcast(np.full([2], 7.0), 1)  # rank 0's interrupted broadcast gets this
+        same(out, np.full([2], 7.0), "broadcast whose receiver was interrupted")
 
 
 if __name__ == "__main__":
