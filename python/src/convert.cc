@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -117,7 +118,11 @@ Tensor from_numpy(py::array a, Access access, const char* what) {
   if (!numpy_to_dtype(a.dtype(), &dtype)) {
     unsupported_dtype(py::str(a.dtype()).cast<std::string>(), what);
   }
-  const bool native = a.dtype().attr("isnative").cast<bool>();
+  // numpy's byteorder codes: '=' native, '|' not applicable (one byte), '<' / '>'
+  // explicit (read from the descriptor: the `isnative` attribute costs a lookup a call).
+  const char order = a.dtype().byteorder();
+  const bool native = order == '=' || order == '|' ||
+                      order == (std::endian::native == std::endian::little ? '<' : '>');
   const auto item = static_cast<int64_t>(a.itemsize());
   bool viewable = native;
   for (py::ssize_t d = 0; d < a.ndim(); ++d) {
@@ -351,16 +356,28 @@ Tensor to_tensor(py::handle obj, Access access, const char* what) {
 }
 
 py::dtype numpy_dtype(DType dtype) {
+  // By type, not by name: parsing "float32" cost every result a string parse.
+  // float16 has no C++ type: numpy's number for it (NPY_HALF, fixed in its ABI).
+  constexpr int kNumpyHalf = 23;
   switch (dtype) {
-    case DType::Bool: return py::dtype("bool");
-    case DType::Int8: return py::dtype("int8");
-    case DType::UInt8: return py::dtype("uint8");
-    case DType::Int16: return py::dtype("int16");
-    case DType::Int32: return py::dtype("int32");
-    case DType::Int64: return py::dtype("int64");
-    case DType::Float16: return py::dtype("float16");
-    case DType::Float32: return py::dtype("float32");
-    case DType::Float64: return py::dtype("float64");
+    case DType::Bool:
+      return py::dtype::of<bool>();
+    case DType::Int8:
+      return py::dtype::of<int8_t>();
+    case DType::UInt8:
+      return py::dtype::of<uint8_t>();
+    case DType::Int16:
+      return py::dtype::of<int16_t>();
+    case DType::Int32:
+      return py::dtype::of<int32_t>();
+    case DType::Int64:
+      return py::dtype::of<int64_t>();
+    case DType::Float16:
+      return py::dtype(kNumpyHalf);
+    case DType::Float32:
+      return py::dtype::of<float>();
+    case DType::Float64:
+      return py::dtype::of<double>();
     case DType::BFloat16:
       if (!ml_dtypes().is_none()) return py::dtype::from_args(ml_dtypes().attr("bfloat16"));
       throw collie::TypeError("numpy has no bfloat16 dtype (install ml_dtypes for one)");
