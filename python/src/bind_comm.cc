@@ -14,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -69,7 +70,9 @@ py::tuple result_pair(const std::pair<Tensor, CommHandle>& r, bool async_op) {
   return py::make_tuple(to_python(r.first), handle_or_none(r.second, async_op));
 }
 
-collie::ReduceOp reduce_op(const std::string& op, const char* fn) { return collie::parse_reduce_op(op, fn); }
+collie::ReduceOp reduce_op(std::string_view op, const char* fn) {
+  return collie::parse_reduce_op(op, fn);
+}
 
 Shape to_shape(py::handle obj) {
   Shape s;
@@ -125,43 +128,44 @@ void bind_handle(py::module_& m) {
 }
 
 void bind_collectives(py::module_& m) {
-  m.def("all_reduce", [](py::handle x, const std::string& op, const std::string& group, bool async_op) {
+  m.def("all_reduce", [](py::handle x, std::string_view op, std::string_view group, bool async_op) {
     Tensor t = to_tensor(x);
     auto rop = reduce_op(op, "all_reduce");
     auto r = start_or_run(async_op, [&](bool a) { return collie::all_reduce(t, rop, group, a); });
     return result_pair(r, async_op);
   });
-  m.def("all_gather_into_tensor", [](py::handle x, const std::string& group, bool async_op) {
+  m.def("all_gather_into_tensor", [](py::handle x, std::string_view group, bool async_op) {
     Tensor t = to_tensor(x);
     auto r =
         start_or_run(async_op, [&](bool a) { return collie::all_gather_into_tensor(t, group, a); });
     return result_pair(r, async_op);
   });
-  m.def("reduce_scatter_tensor", [](py::handle x, const std::string& op, const std::string& group, bool async_op) {
+  m.def("reduce_scatter_tensor", [](py::handle x, std::string_view op, std::string_view group,
+                                    bool async_op) {
     Tensor t = to_tensor(x);
     auto rop = reduce_op(op, "reduce_scatter_tensor");
     auto r = start_or_run(async_op,
                           [&](bool a) { return collie::reduce_scatter_tensor(t, rop, group, a); });
     return result_pair(r, async_op);
   });
-  m.def("reduce", [](py::handle x, int dst, const std::string& op, const std::string& group) {
+  m.def("reduce", [](py::handle x, int dst, std::string_view op, std::string_view group) {
     Tensor t = to_tensor(x);
     auto rop = reduce_op(op, "reduce");
     return to_python(blocking([&] { return collie::reduce(t, dst, rop, group); }));
   });
-  m.def("broadcast", [](py::handle x, int src, const std::string& group) {
+  m.def("broadcast", [](py::handle x, int src, std::string_view group) {
     Tensor t = to_tensor(x);
     return to_python(blocking([&] { return collie::broadcast(t, src, group); }));
   });
-  m.def("scatter_tensor", [](py::handle x, int src, const std::string& group) {
+  m.def("scatter_tensor", [](py::handle x, int src, std::string_view group) {
     Tensor t = to_tensor(x);
     return to_python(blocking([&] { return collie::scatter_tensor(t, src, group); }));
   });
-  m.def("gather_into_tensor", [](py::handle x, int dst, const std::string& group) {
+  m.def("gather_into_tensor", [](py::handle x, int dst, std::string_view group) {
     Tensor t = to_tensor(x);
     return to_python(blocking([&] { return collie::gather_into_tensor(t, dst, group); }));
   });
-  m.def("barrier", [](const std::string& group) {
+  m.def("barrier", [](std::string_view group) {
     blocking([&] {
       collie::barrier(group);
       return 0;
@@ -170,22 +174,22 @@ void bind_collectives(py::module_& m) {
 }
 
 void bind_p2p(py::module_& m) {
-  m.def("send", [](py::handle x, int dst, const std::string& group, int tag) {
+  m.def("send", [](py::handle x, int dst, std::string_view group, int tag) {
     Tensor t = to_tensor(x);
     blocking([&] {
       collie::send(t, dst, group, tag);
       return 0;
     });
   });
-  m.def("recv", [](py::handle x, int src, const std::string& group, int tag) {
+  m.def("recv", [](py::handle x, int src, std::string_view group, int tag) {
     Tensor t = to_tensor(x);
     return to_python(blocking([&] { return collie::recv(t, src, group, tag); }));
   });
-  m.def("isend", [](py::handle x, int dst, const std::string& group, int tag) {
+  m.def("isend", [](py::handle x, int dst, std::string_view group, int tag) {
     Tensor t = to_tensor(x);
     return nogil([&] { return collie::isend(t, dst, group, tag); });
   });
-  m.def("irecv", [](py::handle x, int src, const std::string& group, int tag) {
+  m.def("irecv", [](py::handle x, int src, std::string_view group, int tag) {
     Tensor t = to_tensor(x);
     auto r = nogil([&] { return collie::irecv(t, src, group, tag); });
     return result_pair(r, true);
@@ -214,7 +218,7 @@ void bind_p2p(py::module_& m) {
 
 void bind_all_to_all(py::module_& m) {
   m.def("all_to_all_with_output_shape",
-        [](const py::list& shapes, const py::list& tensors, const std::string& group, bool async_op) {
+        [](const py::list& shapes, const py::list& tensors, std::string_view group, bool async_op) {
           std::vector<Shape> out_shapes;
           for (py::handle s : shapes) out_shapes.push_back(to_shape(s));
           std::vector<Tensor> inputs;
@@ -228,7 +232,7 @@ void bind_all_to_all(py::module_& m) {
         });
   m.def("all_to_all_single_with_output_shape",
         [](py::handle shape, py::handle x, const std::vector<int64_t>& out_splits,
-           const std::vector<int64_t>& in_splits, const std::string& group, bool async_op) {
+           const std::vector<int64_t>& in_splits, std::string_view group, bool async_op) {
           Shape out_shape = to_shape(shape);
           Tensor t = to_tensor(x);
           auto r = start_or_run(async_op, [&](bool a) {
@@ -237,8 +241,8 @@ void bind_all_to_all(py::module_& m) {
           return result_pair(r, async_op);
         });
   m.def("all_to_all_v_c",
-        [](py::handle output, py::handle input, const std::vector<int64_t>& matrix, const std::string& group,
-           bool async_op) {
+        [](py::handle output, py::handle input, const std::vector<int64_t>& matrix,
+           std::string_view group, bool async_op) {
           Tensor out = to_tensor(output, Access::Write, "output");
           Tensor in = to_tensor(input, Access::Read, "input");
           CommHandle h = nogil([&] { return collie::all_to_all_v_c(out, in, matrix, group, true); });

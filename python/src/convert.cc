@@ -146,10 +146,13 @@ Tensor from_numpy(py::array a, Access access, const char* what) {
   }
   if (!viewable) a = numpy().attr("ascontiguousarray")(a);
 
+  // A C-contiguous array passes no strides: its Tensor then shares the layout
+  // collie keeps for its shape instead of making one (an allocation a call).
+  const bool c_contiguous = (a.flags() & py::array::c_style) != 0;
   Shape shape, strides;
   for (py::ssize_t d = 0; d < a.ndim(); ++d) {
     shape.push_back(static_cast<int64_t>(a.shape(d)));
-    strides.push_back(static_cast<int64_t>(a.strides(d)) / item);
+    if (!c_contiguous) strides.push_back(static_cast<int64_t>(a.strides(d)) / item);
   }
   if (numel_of(shape) == 0) return Tensor::empty(shape, dtype);
   PyObject* ref = a.ptr();
