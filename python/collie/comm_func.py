@@ -524,10 +524,17 @@ def batch_isend_irecv(p2p_op_list):
             raise TypeError("p2p_op.tensor must be tensor or shape")
         else:
             raise TypeError("p2p_op.tensor must be tensor for isend")
-        # Checked before anything starts (MindSpore: the C++ rank converter's error).
-        if p2p_op.peer not in _collie.get_process_group_ranks(group):
-            raise RuntimeError(f"Group {group} doesn't contain the global rank {p2p_op.peer}")
-    return _collie.batch_isend_irecv(ops)
+    try:
+        return _collie.batch_isend_irecv(ops)
+    except KeyError:
+        # collie checks every peer before anything starts, with its own KeyError;
+        # MindSpore's C++ rank converter raises this RuntimeError. Looked up only
+        # now: asking for a group's ranks costs more than the exchange itself.
+        for op in ops:
+            group, peer = op[5], op[4]
+            if peer not in _collie.get_process_group_ranks(group):
+                raise RuntimeError(f"Group {group} doesn't contain the global rank {peer}") from None
+        raise
 
 
 def all_to_all_with_output_shape(output_shape_list, input_tensor_list, group=None, async_op=False):
