@@ -157,6 +157,18 @@ def _p2p_group(group, func, peer, what):
     return group
 
 
+def _p2p_call(func, group, peer, what, call):
+    """Runs a send/recv-family call on `group` (already through _group). When it fails,
+    an unknown group or a peer outside it is reported as MindSpore does (_p2p_group's
+    KeyErrors); collie checks both before anything starts, and asking for a group's
+    ranks up front cost each call more than a small transfer."""
+    try:
+        return call()
+    except (RuntimeError, KeyError):
+        _p2p_group(group, func, peer, what)
+        raise
+
+
 def _shape_of(obj):
     shape = getattr(obj, "shape", None)
     if isinstance(shape, tuple) and all(isinstance(d, int) for d in shape):
@@ -361,8 +373,8 @@ def send(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         raise TypeError("For send, the input tensor must be tensor")
     _check_rank_arg(dst, "send", "dst")
     _check_tag(tag, "send")
-    group = _p2p_group(group, "send", dst, "dst")
-    _collie.send(tensor, dst, group, tag)
+    group = _group(group, "send")
+    _p2p_call("send", group, dst, "dst", lambda: _collie.send(tensor, dst, group, tag))
 
 
 def recv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
@@ -382,8 +394,8 @@ def recv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         raise TypeError("For recv, the input tensor must be tensor")
     _check_rank_arg(src, "recv", "src")
     _check_tag(tag, "recv")
-    group = _p2p_group(group, "recv", src, "src")
-    return _collie.recv(tensor, src, group, tag)
+    group = _group(group, "recv")
+    return _p2p_call("recv", group, src, "src", lambda: _collie.recv(tensor, src, group, tag))
 
 
 def isend(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
@@ -399,8 +411,8 @@ def isend(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         raise TypeError("For isend, the input tensor must be tensor")
     _check_rank_arg(dst, "isend", "dst")
     _check_tag(tag, "isend")
-    group = _p2p_group(group, "isend", dst, "dst")
-    return CommHandle(_collie.isend(tensor, dst, group, tag))
+    group = _group(group, "isend")
+    return CommHandle(_p2p_call("isend", group, dst, "dst", lambda: _collie.isend(tensor, dst, group, tag)))
 
 
 def irecv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
@@ -418,8 +430,8 @@ def irecv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         raise IrecvTypeError("For irecv, the input tensor must be tensor")
     _check_rank_arg(src, "irecv", "src")
     _check_tag(tag, "irecv")
-    group = _p2p_group(group, "irecv", src, "src")
-    output, handle = _collie.irecv(tensor, src, group, tag)
+    group = _group(group, "irecv")
+    output, handle = _p2p_call("irecv", group, src, "src", lambda: _collie.irecv(tensor, src, group, tag))
     return output, CommHandle(handle)
 
 
