@@ -178,7 +178,38 @@ constexpr uint64_t kDrivenFirstPassBytes = 64u << 10;
 
 void ShmEngine::submit(ShmGroup* group, std::unique_ptr<OpState> op) {
   if (op->work()->info().blocking) return start_blocking(group, std::move(op));
-  post_async(inbox_.collectives, std::make_pair(group, std::move(op)));
+  start_async(group, std::move(op));
+}
+
+template <typename Start>
+bool ShmEngine::try_start_async(const Work& work, Start start) {
+  // Its caller gives an asynchronous operation its first pass too, as a blocking
+  // one's does (start_blocking), when the progress lock is free (else the inbox
+  // takes it): a small call whose peers are ahead (the second rank of a pair)
+  // completes right there, and the progress thread is woken only for one that
+  // goes on. Handing every call to the thread cost a wake-up and a context switch
+  // on a core a rank may need (2 ranks, all_reduce 8 B started asynchronously:
+  // waited for at once 0.74 -> 0.68 us, blocking 0.34; with 1 us of other work
+  // between calls 2.7 -> 2.1 us).
+  std::unique_lock<FutexMutex> lock(progress_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  submitted_one(/*blocking=*/false);
+  take_inbox();  // earlier operations first
+  start();
+  if (work.is_completed()) return true;
+  lock.unlock();
+  my_doorbell().ring();  // the progress thread carries it on
+  return true;
+}
+
+void ShmEngine::start_async(ShmGroup* group, std::unique_ptr<OpState> op) {
+  const Work& work = *op->work();  // its caller holds it
+  const bool started = try_start_async(work, [&] {
+    count_queued(*group, 1);
+    enqueue(group, std::move(op), coarse_now());
+    advance_group(*group);
+  });
+  if (!started) post_async(inbox_.collectives, std::make_pair(group, std::move(op)));
 }
 
 void ShmEngine::start_blocking(ShmGroup* group, std::unique_ptr<OpState> op) {
@@ -236,7 +267,13 @@ void ShmEngine::submit_send(SendRequest request) {
         },
         bytes);
   }
-  post_async(inbox_.sends, std::move(request));
+  const Work& work = *request.work;  // its caller holds it
+  const int dst = request.dst;
+  const bool started = try_start_async(work, [&] {
+    p2p_.add_send(std::move(request));
+    p2p_.advance_sends(dst);
+  });
+  if (!started) post_async(inbox_.sends, std::move(request));
 }
 
 void ShmEngine::submit_recv(RecvRequest request) {
@@ -250,7 +287,13 @@ void ShmEngine::submit_recv(RecvRequest request) {
         },
         bytes);
   }
-  post_async(inbox_.recvs, std::move(request));
+  const Work& work = *request.work;  // its caller holds it
+  const int src = request.src;
+  const bool started = try_start_async(work, [&] {
+    p2p_.add_recv(std::move(request));
+    p2p_.advance_incoming(src);
+  });
+  if (!started) post_async(inbox_.recvs, std::move(request));
 }
 
 void ShmEngine::drain(ShmGroup* group) {

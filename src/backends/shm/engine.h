@@ -117,6 +117,11 @@ class ShmEngine final : public ProgressDriver {
   bool take_inbox();
   void count_queued(ShmGroup& group, int delta);  // progress lock held
   void start_blocking(ShmGroup* group, std::unique_ptr<OpState> op);
+  void start_async(ShmGroup* group, std::unique_ptr<OpState> op);
+  // Runs an asynchronous operation's first pass (`start`) in its caller when the
+  // progress lock is free; false (nothing done) when it is not.
+  template <typename Start>
+  bool try_start_async(const Work& work, Start start);
   template <typename Start>
   void start_blocking_transfer(Start start, uint64_t bytes);
   // Counts the calling thread among drivers_ while it lives (drive(), and the
