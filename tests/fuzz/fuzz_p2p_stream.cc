@@ -161,14 +161,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     head += n;
     off += n;
     ctl.head.store(head, std::memory_order_release);
-    const bool moved = matcher.advance(P2PMatcher::Runner::kCaller);
+    const bool moved = matcher.advance(P2PMatcher::Runner::progress_thread());
     if (!moved && (off == stream.size() || n == 0)) break;
   }
   for (size_t i = 0; i < after; ++i) {
     posted.push_back(make_recv(specs + 4 * (before + i)));
     matcher.add_recv(posted.back()->request);
   }
-  matcher.advance(P2PMatcher::Runner::kCaller);
+  matcher.advance(P2PMatcher::Runner::progress_thread());
   // Everything still waiting fails with its deadline long past.
   matcher.check_stalls(std::chrono::steady_clock::now() + std::chrono::hours(1), false);
   for (const auto& p : posted) {

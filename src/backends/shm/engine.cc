@@ -347,7 +347,7 @@ void ShmEngine::shutdown() {
     // Messages that arrived for receives never posted: read them, so their
     // senders complete (p2p.h), as if this rank had buffered them at once.
     std::lock_guard<FutexMutex> lock(progress_mu_);
-    p2p_.buffer_deferred_pulls(/*all=*/true, P2PMatcher::Runner::kCaller);
+    p2p_.buffer_deferred_pulls(/*all=*/true, P2PMatcher::Runner::progress_thread());
   }
   stop_.store(true);
   my_doorbell().ring();
@@ -550,7 +550,7 @@ void ShmEngine::drive(const Work& work, const Clock::time_point* deadline) {
   unsigned spins = 0;  // idle passes since the last progress
   unsigned moved = 0;  // passes that made progress (the deadline is read every 16th)
   while (!work.is_completed()) {
-    if (locked_pass(false, P2PMatcher::Runner::kCaller)) {
+    if (locked_pass(false, P2PMatcher::Runner::caller(work))) {
       spins = 0;
       if (deadline != nullptr && ++moved % 16 == 0 && Clock::now() >= *deadline) break;
       continue;
@@ -575,7 +575,7 @@ void ShmEngine::drive(const Work& work, const Clock::time_point* deadline) {
           sleep_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(*deadline - now).count());
     }
     sleep_unless_progress([&] { return work.is_completed(); }, /*idle=*/false,
-                          P2PMatcher::Runner::kCaller, sleep_ns);
+                          P2PMatcher::Runner::caller(work), sleep_ns);
     spins = 0;
   }
 }
@@ -592,7 +592,7 @@ void ShmEngine::run() {
       futex_wait(&drivers_, drivers, kParkNs);
       continue;
     }
-    if (locked_pass(false, P2PMatcher::Runner::kProgressThread)) {
+    if (locked_pass(false, P2PMatcher::Runner::progress_thread())) {
       spin_start = Clock::now();
       continue;
     }
@@ -604,7 +604,7 @@ void ShmEngine::run() {
       COLLIE_CPU_RELAX();
       continue;
     }
-    sleep_unless_progress([] { return false; }, idle, P2PMatcher::Runner::kProgressThread,
+    sleep_unless_progress([] { return false; }, idle, P2PMatcher::Runner::progress_thread(),
                           idle ? kIdleSleepNs : kBusySleepNs);
     spin_start = Clock::now();
   }

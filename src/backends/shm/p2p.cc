@@ -40,19 +40,23 @@ uint64_t ring_offset(uint64_t size, uint64_t pos) {
 
 // Which messages are pulled (p2p.h): COLLIE_P2P_PULL=always|never|auto; auto:
 // those that do not fit the ring when there are more ranks than CPUs, and those
-// of kPullFromBytes or more too where the world prefers single copies.
+// of kPullFromBytes (kPullFromBytesOversubscribed) or more too where the world
+// prefers single copies.
 P2PMatcher::PullRule pull_rule(const ShmGroup& world) {
   constexpr uint64_t kNone = ~uint64_t{0};
+  const bool oversubscribed = world.config().oversubscribed;
+  const uint64_t from_bytes =
+      oversubscribed ? P2PMatcher::kPullFromBytesOversubscribed : P2PMatcher::kPullFromBytes;
   const char* v = std::getenv("COLLIE_P2P_PULL");
   const std::string policy = v != nullptr ? v : "auto";
-  if (policy == "always") return {true, P2PMatcher::kPullFromBytes};
+  if (policy == "always") return {true, from_bytes};
   if (policy == "never") return {false, kNone};
   if (policy != "auto" && !policy.empty()) {
     throw ValueError("environment variable COLLIE_P2P_PULL='" + policy +
                      "' is not auto, always or never");
   }
-  if (world.prefers_single_copy()) return {true, P2PMatcher::kPullFromBytes};
-  return {world.config().oversubscribed, kNone};
+  if (world.prefers_single_copy()) return {true, from_bytes};
+  return {oversubscribed, kNone};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t,

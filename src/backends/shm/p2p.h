@@ -28,7 +28,8 @@
 // scheduled at the same time, over and over, which an oversubscribed machine
 // rarely grants (4 ranks on 2 cores, 1 MiB: 1.2 ms streamed, 0.2 ms pulled). With
 // a CPU per rank it depends on the machine (copy_path.h): where the world prefers
-// single copies, messages of kPullFromBytes or more are pulled too (Intel Xeon,
+// single copies, messages of kPullFromBytes or more (kPullFromBytesOversubscribed
+// with more ranks than CPUs) are pulled too (Intel Xeon,
 // 2 ranks exchanging 512 KiB: 56 us streamed, 18 us pulled; data written just
 // before the call, 55 against 45 us); elsewhere the stream wins (both ranks copy
 // at once; AMD EPYC, 2 ranks, 4 MiB: 0.30 ms streamed, 0.50 ms pulled), so it
@@ -45,13 +46,17 @@
 // two (4 ranks on 2 cores: about a third of the messages of a ring exchange
 // arrived early). After the grace, or when the engine stops, it is read into an
 // unexpected buffer, so no order of sends and receives can deadlock: a sender
-// waits at most the grace longer. While this rank has sends of its own to that
-// source in flight and a caller is driving the engine (it waits in a blocking
-// call), the grace is kCrossingGrace: that caller is likely blocked in one of
-// those sends (both ranks sending first, then receiving, the usual head-to-head
-// exchange), its receive comes only after that send, and the send only after
-// the peer reads it (2 ranks, blocking send then recv of 256 KiB each way:
-// 1.3 ms with the full grace). The progress thread, which runs only while no
+// waits at most the grace longer. A caller blocked in a send to that source
+// (send(), or wait() on an isend's handle) posts no receive before that send
+// completes, and the send completes only once the peer reads it: there the
+// message is buffered at once, no grace (both ranks sending first, then
+// receiving, the usual head-to-head exchange; 2 ranks, blocking send then recv
+// each way: 32 KiB 4.3 -> 3.8 us, against streaming; 128 KiB 29.5 -> 8.7 us
+// with the short grace below, 256 KiB 36 -> 15 us; 1.3 ms with the full grace).
+// While this rank has other sends to that source in flight and a caller is
+// driving the engine (it waits in some other blocking call, such as a batch
+// whose send goes there), the grace is kCrossingGrace: its next receive may come
+// soon. The progress thread, which runs only while no
 // caller waits, keeps the full grace: the caller is then between two calls,
 // about to post the receive (batch_isend_irecv posts it just after its send),
 // and competes with that thread for its core (2 ranks, send_recv of 2 MiB
@@ -117,10 +122,16 @@ class P2PMatcher {
 
   void add_send(SendRequest request);
   void add_recv(RecvRequest request);
-  // Who runs a pass: a caller waiting in a blocking call, or the progress thread
-  // while no caller waits. Only a caller gives a deferred message from a rank it
-  // sends to the short kCrossingGrace (above).
-  enum class Runner { kCaller, kProgressThread };
+  // Who runs a pass: a caller waiting in a blocking call for its Work, or the
+  // progress thread while no caller waits. Only a caller gives a deferred message
+  // from a rank it sends to a short grace, none if it waits for that very send
+  // (above).
+  struct Runner {
+    const Work* waits_on = nullptr;  // the caller's Work; nullptr: the progress thread
+    static Runner progress_thread() { return {}; }
+    static Runner caller(const Work& work) { return {&work}; }
+    bool is_caller() const { return waits_on != nullptr; }
+  };
   // Moves every transfer forward as far as possible. True if anything moved.
   bool advance(Runner runner);
   // The same for the sends to one world rank, or the messages from one (a new
@@ -147,10 +158,19 @@ class P2PMatcher {
     uint64_t from_bytes;  // messages of at least this many bytes
   };
   // Where the world prefers single copies, messages of this many bytes or more are
-  // pulled (below, the ring's two copies cost less than a system call and a
-  // rendezvous: 2 ranks exchanging 32 KiB written just before, 4.1 us streamed,
-  // 5.5 us pulled).
-  static constexpr uint64_t kPullFromBytes = 128 << 10;
+  // pulled. Each message streamed through a ring is handed from the sender's
+  // cache to the receiver's, whether or not its data was; a pulled one is read
+  // where it lies, which costs a system call and a rendezvous instead, and pays
+  // the hand-off only for data just written. Intel Xeon, 2 ranks, an exchange
+  // (batch_isend_irecv) streamed against pulled: 16 KiB 3.0 -> 2.0 us (inputs
+  // written just before: 3.05 -> 3.5); 64 KiB 7.4 -> 3.7 (7.4 -> 7.9); OpenMPI,
+  // which reads with CMA from 4 KiB: 2.6-3.2 (3.6) and 4.3-4.4 (7.6). 8 KiB gains
+  // nothing clean (1.84 -> 1.75) and loses a third written (1.85 -> 2.67).
+  static constexpr uint64_t kPullFromBytes = 16 << 10;
+  // The same with more ranks than CPUs: a pulled message's sender waits until its
+  // receiver is scheduled, a streamed one's does not (4 ranks on 2 cores, a ring
+  // of 16-32 KiB messages after a barrier: 3-8 us streamed, 8-10 us pulled).
+  static constexpr uint64_t kPullFromBytesOversubscribed = 128 << 10;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -226,6 +246,8 @@ class P2PMatcher {
   // This rank has sends to `peer` not yet completed (queued, streaming, or
   // waiting to be pulled).
   bool sending_to(int peer) const;
+  // `work` is a send (send(), an isend's wait()) to `peer` not yet completed.
+  bool is_send_to(const Work& work, int peer) const;
   // How long a deferred message from `src` waits for its receive (above).
   std::chrono::nanoseconds grace_for(int src, Runner runner) const;
   // Reads pulled message `u` from `src` into its unexpected buffer.

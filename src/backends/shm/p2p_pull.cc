@@ -43,20 +43,32 @@ bool P2PMatcher::sending_to(int peer) const {
          !awaiting_pull_[static_cast<size_t>(peer)].empty();
 }
 
+bool P2PMatcher::is_send_to(const Work& work, int peer) const {
+  if (work.info().kind != OpKind::Send) return false;
+  auto holds = [&](const PoolDeque<Send>& queue) {
+    return std::any_of(queue.begin(), queue.end(),
+                       [&](const Send& s) { return s.req.work.get() == &work; });
+  };
+  return holds(sends_[static_cast<size_t>(peer)]) ||
+         holds(awaiting_pull_[static_cast<size_t>(peer)]);
+}
+
 std::chrono::nanoseconds P2PMatcher::grace_for(int src, Runner runner) const {
-  return runner == Runner::kCaller && sending_to(src) ? std::chrono::nanoseconds(kCrossingGrace)
-                                                      : std::chrono::nanoseconds(kPullGrace);
+  if (!runner.is_caller() || !sending_to(src)) return kPullGrace;
+  // A caller blocked in its send to `src` posts no receive before that send ends.
+  if (is_send_to(*runner.waits_on, src)) return std::chrono::nanoseconds(0);
+  return kCrossingGrace;
 }
 
 std::chrono::nanoseconds P2PMatcher::shortest_grace(Runner runner) const {
-  if (runner != Runner::kCaller) return kPullGrace;
+  std::chrono::nanoseconds shortest = kPullGrace;
+  if (!runner.is_caller()) return shortest;
   for (int src = 0; src < world_.size(); ++src) {
-    if (!sending_to(src)) continue;
-    for (const Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
-      if (u.deferred) return kCrossingGrace;
-    }
+    const auto& list = unexpected_[static_cast<size_t>(src)];
+    if (std::any_of(list.begin(), list.end(), [](const Unexpected& u) { return u.deferred; }))
+      shortest = std::min(shortest, grace_for(src, runner));
   }
-  return kPullGrace;
+  return shortest;
 }
 
 void P2PMatcher::undefer(Unexpected& u) {

@@ -99,7 +99,7 @@ class ShmGroup {
   // Every member has CMA and a CPU that moves mid-sized and large data faster in
   // one copy than staged (copy_path.h): the same answer on every rank. It raises
   // the sizes up to which collectives read with CMA and has p2p pull messages
-  // from kPullFromBytes.
+  // from kPullFromBytes (p2p.h).
   bool prefers_single_copy() const { return prefers_single_copy_; }
 
   // ---- progress-engine state ----
