@@ -58,8 +58,14 @@ inline constexpr size_t kDirectMinBytes = 16u << 10;
 // just before each call; all_gather of 32 KiB per rank 6.1 -> 3.3 us, 6.1 ->
 // 6.8 written before; 16 KiB per rank: within 10 % written before, 1.8-2.3x
 // faster clean).
+// all_gather from kCmaAllGatherMinBytesSingleCopy there: its staged step hands
+// data both ways at once, and 8 KiB per rank reads clean inputs 2.9 -> 1.8 us
+// (OpenMPI 2.6), 2.94 -> 3.07 us written just before (OpenMPI 3.37); at 4 KiB
+// 1.70 -> 1.72 clean, 1.68 -> 2.40 written. Broadcast keeps 16 KiB: at 8 KiB
+// 1.93 -> 1.27 us clean but 1.91 -> 2.43 written (OpenMPI 3.2 and 3.0).
 inline constexpr size_t kCmaMinBytes = 64u << 10;
 inline constexpr size_t kCmaMinBytesSingleCopy = 16u << 10;
+inline constexpr size_t kCmaAllGatherMinBytesSingleCopy = 8u << 10;
 inline constexpr size_t kCmaMaxBytes = 8u << 20;
 inline constexpr size_t kCmaMaxBytesSingleCopy = 32u << 20;
 

@@ -43,7 +43,7 @@ void ShmBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t 
                             DType dtype) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes * group_size());
-  if (!b) b = cma(in, bytes, out);
+  if (!b) b = cma(in, bytes, out, kCmaAllGatherMinBytesSingleCopy);
   if (b) return engine_->submit(group_.get(), make_direct_all_gather(call(w), *b, count, dtype));
   engine_->submit(group_.get(), make_all_gather(call(w), in, out, count, dtype));
 }

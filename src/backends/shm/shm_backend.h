@@ -53,11 +53,12 @@ class ShmBackend final : public Backend {
                                       size_t min_bytes = kDirectMinBytes) const;
   // Private buffers for the CMA path (direct_ops.h) when the group agreed on CMA
   // and the call moves kCmaMinBytes to kCmaMaxBytes per rank
-  // (kCmaMinBytesSingleCopy to kCmaMaxBytesSingleCopy where the group prefers
-  // single copies).
-  std::optional<DirectBuffers> cma(const void* in, size_t bytes, void* out) const {
+  // (`min_single_copy` to kCmaMaxBytesSingleCopy where the group prefers single
+  // copies).
+  std::optional<DirectBuffers> cma(const void* in, size_t bytes, void* out,
+                                   size_t min_single_copy = kCmaMinBytesSingleCopy) const {
     const bool single = group_->prefers_single_copy();
-    const size_t min_bytes = single ? kCmaMinBytesSingleCopy : kCmaMinBytes;
+    const size_t min_bytes = single ? min_single_copy : kCmaMinBytes;
     const size_t max_bytes = single ? kCmaMaxBytesSingleCopy : kCmaMaxBytes;
     if (!group_->cma_for_collectives() || bytes < min_bytes || bytes >= max_bytes) {
       return std::nullopt;

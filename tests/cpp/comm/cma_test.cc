@@ -1,7 +1,7 @@
 // The CMA path (src/backends/shm/cma.h): all_gather, broadcast, gather and
 // scatter on ordinary tensors of 64 KiB to 8 MiB per rank (16 KiB to 32 MiB where
-// the group prefers single copies, copy_path.h), and all_to_all's pieces of 32 KiB to 512
-// KiB (and up), read peers' memory with process_vm_readv; where the group
+// the group prefers single copies, copy_path.h; all_gather from 8 KiB there), and all_to_all's
+// pieces of 32 KiB to 512 KiB (and up), read peers' memory with process_vm_readv; where the group
 // prefers single copies, all_reduce (from 128 KiB) and reduce (from 32 KiB) up
 // to 16 MiB read their slices and write the results with process_vm_writev. Every
 // dtype, world sizes 1-4, roots, sub-groups, sizes on both sides of the
@@ -24,12 +24,13 @@
 namespace collie::testing {
 namespace {
 
-// Elements per rank: one below the CMA range of groups that prefer single copies
-// (16 KiB), one below the others' (64 KiB), two inside (uneven), one above.
+// Elements per rank: below the CMA range of groups that prefer single copies
+// (all_gather from 8 KiB, the others from 16 KiB), one below the others' (64
+// KiB), two inside (uneven), one above.
 std::vector<int64_t> counts_for(DType dt) {
   const int64_t es = static_cast<int64_t>(element_size(dt));
-  return {(12 << 10) / es, (60 << 10) / es, (64 << 10) / es + 3, (1 << 20) / es + 1,
-          (9 << 20) / es};
+  return {(6 << 10) / es,      (12 << 10) / es,    (60 << 10) / es,
+          (64 << 10) / es + 3, (1 << 20) / es + 1, (9 << 20) / es};
 }
 
 // Bytes group rank i sends to group rank j in the all_to_all check: a mix of
@@ -267,6 +268,26 @@ void check_path(int rank, int n, int64_t count, const std::string& call_name,
   }
 }
 
+// As check_path, for sizes where a shared tensor would take the same path as a
+// private one: rank 0 passes int32 instead, the same bytes, so every rank picks
+// the path it would have, and the call fails as mismatched all the same.
+void check_path_against_int32(int rank, int n, int64_t count, const std::string& call_name,
+                              const std::function<void(const Tensor&)>& call, bool cma_expected) {
+  Tensor x = rank == 0 ? Tensor::ones({count}, DType::Int32) : Tensor::ones({count});
+  try {
+    call(x);
+    RCHECK(false) << call_name << ": mixing dtypes must fail";
+  } catch (const CommError& e) {
+    const std::string m = e.what();
+    RCHECK(contains(part_of_rank(m, 0), call_name + " int32 x" + std::to_string(count))) << m;
+    for (int r = 1; r < n; ++r) {
+      const std::string part = part_of_rank(m, r);
+      RCHECK(contains(part, call_name + " float32 x" + std::to_string(count))) << m;
+      RCHECK_EQ(contains(part, "on private tensors (CMA)"), cma_expected) << call_name << ": " << m;
+    }
+  }
+}
+
 void check_all_gather_path(int rank, int n, int64_t count, bool cma_expected) {
   check_path(
       rank, n, count, "all_gather_into_tensor", [](const Tensor& x) { all_gather_into_tensor(x); },
@@ -314,9 +335,9 @@ TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) 
                      [&](int rank) { check_all_gather_path(rank, 3, (9 << 20) / 4, expected); });
 }
 
-// From 16 KiB per rank where the group prefers single copies, from 64 KiB
-// elsewhere (direct_ops.h). (Below 16 KiB a shared tensor stages too, so no
-// mismatch could show the path: counts_for() covers those sizes' results.)
+// From 16 KiB per rank (all_gather 8 KiB) where the group prefers single
+// copies, from 64 KiB elsewhere (direct_ops.h). Below 16 KiB a shared tensor
+// takes the path a private one does, so there a dtype mismatch shows it.
 TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
   const bool single = cma_works_here() && setting == "single";
@@ -329,6 +350,19 @@ TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingle
     check_path(
         rank, 3, (16 << 10) / 4, "all_gather_into_tensor",
         [](const Tensor& x) { all_gather_into_tensor(x, "gather16k"); }, single);
+    // all_gather from 8 KiB there; broadcast still stages at 8 KiB, everything at 4.
+    create_group("gather8k", {0, 1, 2});
+    check_path_against_int32(
+        rank, 3, (8 << 10) / 4, "all_gather_into_tensor",
+        [](const Tensor& x) { all_gather_into_tensor(x, "gather8k"); }, single);
+    create_group("at8k", {0, 1, 2});
+    check_path_against_int32(
+        rank, 3, (8 << 10) / 4, "broadcast", [](const Tensor& x) { broadcast(x, 0, "at8k"); },
+        false);
+    create_group("gather4k", {0, 1, 2});
+    check_path_against_int32(
+        rank, 3, (4 << 10) / 4, "all_gather_into_tensor",
+        [](const Tensor& x) { all_gather_into_tensor(x, "gather4k"); }, false);
   });
 }
 
