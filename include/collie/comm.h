@@ -92,6 +92,11 @@ void barrier(std::string_view group = WORLD);
 // messages are matched by (source, group, tag) in the order they were sent; a
 // receive must name the sender's exact size and dtype (CommError otherwise).
 // Sending to oneself is allowed (pair it with an irecv).
+// send returns once `tensor` may change again: a message the shared-memory
+// engine streams, once it is in the pair's ring; one it has the receiver read
+// from the sender's memory (on CPUs that prefer single copies, 16 KiB and up;
+// docs/algorithms.md), once the receiver has read it, which a busy receiver
+// does about 1 ms after it arrived (buffering it). isend overlaps that wait.
 void send(const Tensor& tensor, int dst = 0, std::string_view group = WORLD, int tag = 0);
 // Returns a new tensor with `tensor`'s shape and dtype holding the received data.
 Tensor recv(const Tensor& tensor, int src = 0, std::string_view group = WORLD, int tag = 0);
