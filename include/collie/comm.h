@@ -96,7 +96,8 @@ void barrier(std::string_view group = WORLD);
 // engine streams, once it is in the pair's ring; one it has the receiver read
 // from the sender's memory (on CPUs that prefer single copies, 16 KiB and up;
 // docs/algorithms.md), once the receiver has read it, which a busy receiver
-// does about 1 ms after it arrived (buffering it). isend overlaps that wait.
+// does soon after it arrived (buffering it: within the time a copy of it takes,
+// 1 ms at most, once its engine gets a CPU). isend overlaps that wait.
 void send(const Tensor& tensor, int dst = 0, std::string_view group = WORLD, int tag = 0);
 // Returns a new tensor with `tensor`'s shape and dtype holding the received data.
 Tensor recv(const Tensor& tensor, int src = 0, std::string_view group = WORLD, int tag = 0);

@@ -366,7 +366,8 @@ def send(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
     allowed (pair it with an irecv). Handed over means the array may change again:
     a small message is in shared memory; a larger one (16 KiB and up on CPUs that
     prefer single copies) has been read by the receiver, which a busy receiver
-    does about 1 ms after it arrived. isend overlaps that wait.
+    does soon after it arrived (within the time a copy of it takes, 1 ms at most).
+    isend overlaps that wait.
 
     Raises:
         TypeError: tensor is not a tensor; dst or tag is not an int; group not a str.

@@ -40,31 +40,34 @@
 // more; auto: as above).
 //
 // A pulled message that arrives before its receive is posted is *deferred*: left
-// in the sender's memory for up to kPullGrace. Its receive, typically posted a
-// moment later (the header came while this rank was finishing a barrier or
-// between two calls), then reads it straight into its buffer, one copy instead of
-// two (4 ranks on 2 cores: about a third of the messages of a ring exchange
-// arrived early). After the grace, or when the engine stops, it is read into an
+// in the sender's memory for a grace. Its receive, typically posted a moment
+// later (the header came while this rank was finishing a barrier or between two
+// calls), then reads it straight into its buffer, one copy instead of two (4
+// ranks on 2 cores: about a third of the messages of a ring exchange arrived
+// early). After the grace, or when the engine stops, it is read into an
 // unexpected buffer, so no order of sends and receives can deadlock: a sender
-// waits at most the grace longer. A caller blocked in a send to that source
-// (send(), or wait() on an isend's handle) posts no receive before that send
-// completes, and the send completes only once the peer reads it: there the
-// message is buffered at once, no grace (both ranks sending first, then
-// receiving, the usual head-to-head exchange; 2 ranks, blocking send then recv
-// each way: 32 KiB 4.3 -> 3.8 us, against streaming; 128 KiB 29.5 -> 8.7 us
-// with the short grace below, 256 KiB 36 -> 15 us; 1.3 ms with the full grace).
-// While this rank has other sends to that source in flight and a caller is
-// driving the engine (it waits in some other blocking call, such as a batch
-// whose send goes there), the grace is kCrossingGrace: its next receive may come
-// soon. The progress thread, which runs only while no
-// caller waits, keeps the full grace: the caller is then between two calls,
-// about to post the receive (batch_isend_irecv posts it just after its send),
-// and competes with that thread for its core (2 ranks, send_recv of 2 MiB
-// written just before each call: the thread buffered the message after 20 us
-// and the receive copied it again, 330 against 230 us). Long enough for the receive that an
-// exchange posts with its send (batch_isend_irecv: reading the message into a buffer there would
-// copy it twice). Reads are acknowledged in order: pulls_done is the longest prefix of the source's
-// pulled messages read.
+// waits at most the grace longer. The grace is at most what buffering the
+// message takes (kBufferingBytesPerNs), so a sender whose receiver is busy
+// elsewhere waits no longer than the copy its wait might save (2 ranks, a 64 KiB
+// send to a rank computing for 20 ms: 1.1 ms with a flat 1 ms grace, 0.12-0.17
+// ms now, most of it the receiver's progress thread waiting for a CPU), and at
+// most kPullGrace. A caller blocked in a send to that source (send(), or wait()
+// on an isend's handle) posts no receive before that send completes, and the
+// send completes only once the peer reads it: there the message is buffered at
+// once, no grace (both ranks sending first, then receiving, the usual
+// head-to-head exchange; 2 ranks, blocking send then recv each way: 32 KiB 4.3
+// -> 3.8 us, against streaming; 128 KiB 29.5 -> 8.7 us against the crossing
+// grace below, 256 KiB 36 -> 15 us; 1.3 ms with the full grace). While this
+// rank has other sends to that source in flight and a caller is driving the
+// engine (it waits in some other blocking call, such as a batch whose send goes
+// there), the grace is at most kCrossingGrace: its next receive may come soon.
+// The progress thread, which runs only while no caller waits, keeps the longer
+// grace: the caller is then between two calls, about to post the receive
+// (batch_isend_irecv posts it just after its send), and competes with that
+// thread for its core (2 ranks, send_recv of 2 MiB written just before each
+// call: the thread buffered the message after 20 us and the receive copied it
+// again, 330 against 230 us). Reads are acknowledged in order: pulls_done is the
+// longest prefix of the source's pulled messages read.
 //
 // Used only under the engine's progress lock.
 #pragma once
@@ -148,9 +151,13 @@ class P2PMatcher {
   // Reads the deferred messages past their grace (`all`: every one, before the
   // engine stops) into unexpected buffers. True if any was read.
   bool buffer_deferred_pulls(bool all, Runner runner);
+  // The longest grace, and the longest for a message from a rank this one is
+  // sending to (above); shorter for messages that take less time to buffer.
   static constexpr auto kPullGrace = std::chrono::milliseconds(1);
-  // The grace of a message from a rank this one is sending to (above).
   static constexpr auto kCrossingGrace = std::chrono::microseconds(20);
+  // What a grace allows per byte: about the time buffering takes (a copy into
+  // the buffer and one out of it, ~4 GB/s together).
+  static constexpr uint64_t kBufferingBytesPerNs = 4;
 
   // Which messages this rank pulls instead of streaming (above).
   struct PullRule {
@@ -248,8 +255,8 @@ class P2PMatcher {
   bool sending_to(int peer) const;
   // `work` is a send (send(), an isend's wait()) to `peer` not yet completed.
   bool is_send_to(const Work& work, int peer) const;
-  // How long a deferred message from `src` waits for its receive (above).
-  std::chrono::nanoseconds grace_for(int src, Runner runner) const;
+  // How long a deferred message of `nbytes` from `src` waits for its receive (above).
+  std::chrono::nanoseconds grace_for(int src, Runner runner, uint64_t nbytes) const;
   // Reads pulled message `u` from `src` into its unexpected buffer.
   void buffer_pulled(int src, Unexpected& u);
   // Reads pulled message `u` straight into the receive `r` it matched, and completes it.

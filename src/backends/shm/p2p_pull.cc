@@ -29,7 +29,7 @@ void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) 
     posted.erase(it);
     deliver_pulled(message, r);
   } else {
-    // Nobody asked yet: deferred (p2p.h), read within grace_for(src) either way.
+    // Nobody asked yet: deferred (p2p.h), read within its grace either way.
     message.deferred = true;
     message.arrived = Clock::now();
     unexpected_[static_cast<size_t>(src)].push_back(std::move(message));
@@ -53,20 +53,24 @@ bool P2PMatcher::is_send_to(const Work& work, int peer) const {
          holds(awaiting_pull_[static_cast<size_t>(peer)]);
 }
 
-std::chrono::nanoseconds P2PMatcher::grace_for(int src, Runner runner) const {
-  if (!runner.is_caller() || !sending_to(src)) return kPullGrace;
+std::chrono::nanoseconds P2PMatcher::grace_for(int src, Runner runner, uint64_t nbytes) const {
+  // No longer than buffering the message would take (a copy, and the receive's
+  // copy out of the buffer): if the receive comes later, the sender has waited
+  // at most that much in vain.
+  const auto buffering = std::chrono::nanoseconds(nbytes / kBufferingBytesPerNs);
+  if (!runner.is_caller() || !sending_to(src))
+    return std::min<std::chrono::nanoseconds>(kPullGrace, buffering);
   // A caller blocked in its send to `src` posts no receive before that send ends.
   if (is_send_to(*runner.waits_on, src)) return std::chrono::nanoseconds(0);
-  return kCrossingGrace;
+  return std::min<std::chrono::nanoseconds>(kCrossingGrace, buffering);
 }
 
 std::chrono::nanoseconds P2PMatcher::shortest_grace(Runner runner) const {
   std::chrono::nanoseconds shortest = kPullGrace;
-  if (!runner.is_caller()) return shortest;
   for (int src = 0; src < world_.size(); ++src) {
-    const auto& list = unexpected_[static_cast<size_t>(src)];
-    if (std::any_of(list.begin(), list.end(), [](const Unexpected& u) { return u.deferred; }))
-      shortest = std::min(shortest, grace_for(src, runner));
+    for (const Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
+      if (u.deferred) shortest = std::min(shortest, grace_for(src, runner, u.header.nbytes));
+    }
   }
   return shortest;
 }
@@ -123,7 +127,7 @@ bool P2PMatcher::buffer_deferred_pulls(bool all, Runner runner) {
   for (int src = 0; src < world_.size(); ++src) {
     bool read = false;
     for (Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
-      if (u.deferred && (all || now - u.arrived >= grace_for(src, runner))) {
+      if (u.deferred && (all || now - u.arrived >= grace_for(src, runner, u.header.nbytes))) {
         buffer_pulled(src, u);
         read = true;
       }
