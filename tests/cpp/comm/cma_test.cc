@@ -351,18 +351,26 @@ TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingle
         rank, 3, (16 << 10) / 4, "all_gather_into_tensor",
         [](const Tensor& x) { all_gather_into_tensor(x, "gather16k"); }, single);
     // all_gather from 8 KiB there; broadcast still stages at 8 KiB, everything at 4.
-    create_group("gather8k", {0, 1, 2});
-    check_path_against_int32(
-        rank, 3, (8 << 10) / 4, "all_gather_into_tensor",
-        [](const Tensor& x) { all_gather_into_tensor(x, "gather8k"); }, single);
-    create_group("at8k", {0, 1, 2});
-    check_path_against_int32(
-        rank, 3, (8 << 10) / 4, "broadcast", [](const Tensor& x) { broadcast(x, 0, "at8k"); },
-        false);
-    create_group("gather4k", {0, 1, 2});
-    check_path_against_int32(
-        rank, 3, (4 << 10) / 4, "all_gather_into_tensor",
-        [](const Tensor& x) { all_gather_into_tensor(x, "gather4k"); }, false);
+    struct Case {
+      int64_t bytes;
+      bool all_gather;  // else broadcast from group rank 0
+      bool cma;
+    };
+    const Case cases[] = {{8 << 10, true, single}, {8 << 10, false, false}, {4 << 10, true, false}};
+    int made = 0;
+    for (const Case& c : cases) {
+      const std::string group = "small" + std::to_string(made++);
+      create_group(group, {0, 1, 2});
+      if (c.all_gather) {
+        check_path_against_int32(
+            rank, 3, c.bytes / 4, "all_gather_into_tensor",
+            [&](const Tensor& x) { all_gather_into_tensor(x, group); }, c.cma);
+      } else {
+        check_path_against_int32(
+            rank, 3, c.bytes / 4, "broadcast", [&](const Tensor& x) { broadcast(x, 0, group); },
+            c.cma);
+      }
+    }
   });
 }
 
