@@ -7,22 +7,15 @@
 #include <optional>
 #include <string>
 
-#include "backends/shm/cma.h"
 #include "backends/shm/engine.h"
 #include "backends/shm/step_op.h"
+#include "backends/shm/step_range.h"
 #include "backends/shm/stream_copy.h"
 #include "collie/errors.h"
 #include "core/reduce_kernels.h"
 
 namespace collie::detail {
 namespace {
-
-// Every call makes its op here: a 64-bit division costs tens of cycles, so the
-// common cases take none (one step; element sizes are powers of two).
-size_t steps_for(size_t count, size_t per_step) {
-  if (count <= per_step) return 1;
-  return (count + per_step - 1) / per_step;
-}
 
 // Elements of one rank's contribution that fit in a slot (element sizes are
 // powers of two: dtype.h, tested in core_test_dtype).
@@ -33,15 +26,6 @@ size_t chunk_elems(const ShmGroup& g, DType dtype) {
 // Elements of `dtype` in one per-destination piece of a slot (ShmGroup::piece_bytes).
 size_t piece_elems(const ShmGroup& g, DType dtype) {
   return g.piece_bytes() >> std::countr_zero(element_size(dtype));
-}
-
-// The [begin, begin+len) range of step `step` over `count` elements, `per_step` at a time.
-struct Range {
-  size_t begin, len;
-};
-Range range_of(size_t step, size_t count, size_t per_step) {
-  size_t begin = std::min(count, step * per_step);
-  return {begin, std::min(per_step, count - begin)};
 }
 
 // A rank's own contribution goes to its slot for its peers and to its own
@@ -512,241 +496,7 @@ class BarrierOp final : public StepOp {
   void consume(size_t, const std::vector<const uint8_t*>&) override {}
 };
 
-// Every step's slot holds a header (the 2N send and receive counts, read in step
-// 0) and N pieces, one per destination. Step 0 carries the counts and the first
-// piece of data together: every rank checks the whole matrix (what i sends to j
-// must be what j expects from i; a mismatch fails on every rank alike, before any
-// data is read), then takes its data, and the matrix says how many more steps
-// the largest piece needs. So a call whose pieces fit one slot is one step.
-// all_to_all. Step 0 carries every rank's counts and where its input is, then
-// the pieces go through the slots, a piece of about B/N per pair and step. Some
-// pieces skip the slots: the receiver reads them from the sender's input in step
-// 0 (one copy instead of two), and a second step makes sure every such read
-// finished before anyone returns (and frees its input):
-//   - where the group agreed on CMA, pieces of kCmaPairMin to kCmaPairMax bytes,
-//     read with process_vm_readv (2 ranks, 128 KiB-512 KiB per rank: about 1.5x
-//     faster), and where it prefers single copies (copy_path.h) larger ones too
-//     (Intel Xeon, 2 ranks, 4 MiB: 437 -> 388 us, OpenMPI 358-393) and from
-//     kCmaPairMinSingleCopy (16 KiB pieces: 3.6 -> 2.5 us, the same with inputs
-//     written just before the call; 8 KiB: 2.3 -> 2.0 us, but 2.4 -> 2.9 so);
-//     with more ranks than CPUs (where collectives otherwise stage: shm_group.h)
-//     pieces from kCmaPairMinOversubscribed, which take several staged steps,
-//     each waiting for every rank to be scheduled (4 ranks on 2 cores, 2 MiB
-//     pieces: 2.8 -> 1.9 ms; 128 KiB ones gain nothing);
-//   - when every rank's input is in the shared arena (`shared_input`), pieces of
-//     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
-//     shared tensors stay a single step.
-// Which pairs are read that way depends only on their count, which sender and
-// receiver agree on (the count check runs first).
-class AllToAllOp final : public StepOp {
- public:
-  AllToAllOp(const CollectiveCall& c, const void* in, Counts send_counts, void* out,
-             Counts recv_counts, DType dtype, std::optional<ArenaRef> shared_input)
-      : StepOp(*c.engine, *c.group, c.work, 1),
-        engine_(*c.engine),
-        shared_(shared_input.has_value()),
-        in_ref_(shared_input.value_or(ArenaRef{})),
-        in_(static_cast<const uint8_t*>(in)),
-        out_(static_cast<uint8_t*>(out)),
-        send_(std::move(send_counts)),
-        recv_(std::move(recv_counts)),
-        esize_(element_size(dtype)),
-        header_bytes_(all_to_all_header_bytes(send_.size())),
-        piece_bytes_(c.group->all_to_all_piece_bytes()),
-        per_step_(piece_bytes_ >> std::countr_zero(esize_)),  // sizes are powers of two
-        cma_(c.group->cma()),
-        cma_pair_min_(cma_pair_min(*c.group)),
-        cma_pair_max_(cma_pair_max(*c.group)),
-        displ_(2 * send_.size()) {
-    const size_t n = send_.size();
-    for (size_t i = 1; i < n; ++i) {
-      displ_[i] = displ_[i - 1] + send_[i - 1];
-      displ_[n + i] = displ_[n + i - 1] + recv_[i - 1];
-    }
-    // Ranks that passed shared tensors and ranks that did not must not mix.
-    // So do ranks that disagree on reading pieces with CMA (they agree on one machine).
-    if (shared_) {
-      set_variant(2);
-    } else if (cma_) {
-      set_variant(3);
-    }
-    size_t received = 0;
-    for (size_t c : recv_) received += c;
-    stream_output_ = received * esize_ >= kStreamingOutputBytes;
-  }
-
- protected:
-  void produce(size_t step, uint8_t* slot) override {
-    const size_t n = send_.size();
-    if (step == 0) {
-      auto* words = reinterpret_cast<uint64_t*>(slot);
-      for (size_t j = 0; j < n; ++j) {
-        words[j] = send_[j];
-        words[n + j] = recv_[j];
-      }
-      words[2 * n] = reinterpret_cast<uint64_t>(in_);  // for CMA
-      words[2 * n + 1] = in_ref_.chunk | static_cast<uint64_t>(in_ref_.present) << 32;
-      words[2 * n + 2] = in_ref_.offset;
-    }
-    const size_t me = static_cast<size_t>(group().rank());
-    for (size_t d = 0; d < n; ++d) {
-      if (d == me || pulled(send_[d])) continue;  // own piece: input -> output directly
-      Range r = range_of(step, send_[d], per_step_);
-      if (r.len > 0) {
-        std::memcpy(piece(slot, d), in_ + (send_displ(d) + r.begin) * esize_, r.len * esize_);
-      }
-    }
-  }
-
-  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
-    const size_t n = send_.size();
-    const size_t me = static_cast<size_t>(group().rank());
-    if (step == 0) {
-      check_matrix_and_plan(slots);
-      pull_pieces(slots);
-      // The own piece goes from input to output at once, never through a slot.
-      copy_out(out_ + recv_displ(me) * esize_, in_ + send_displ(me) * esize_, recv_[me] * esize_);
-    }
-    for (size_t p = 0; p < n; ++p) {
-      if (p == me || pulled(recv_[p])) continue;
-      Range r = range_of(step, recv_[p], per_step_);
-      if (r.len == 0) continue;
-      std::memcpy(out_ + (recv_displ(p) + r.begin) * esize_, piece(slots[p], me), r.len * esize_);
-    }
-  }
-
- private:
-  static constexpr size_t kCmaPairMin = 32u << 10;
-  static constexpr size_t kCmaPairMinSingleCopy = 16u << 10;
-  static constexpr size_t kCmaPairMinOversubscribed = 512u << 10;
-  static constexpr size_t kCmaPairMax = 512u << 10;
-  static constexpr size_t kNoLimit = ~size_t{0};
-
-  // Which pieces are read with CMA (above), where the group agreed on CMA.
-  static size_t cma_pair_min(const ShmGroup& g) {
-    if (!g.cma_for_collectives()) return kCmaPairMinOversubscribed;
-    return g.prefers_single_copy() ? kCmaPairMinSingleCopy : kCmaPairMin;
-  }
-  static size_t cma_pair_max(const ShmGroup& g) {
-    return !g.cma_for_collectives() || g.prefers_single_copy() ? kNoLimit : kCmaPairMax;
-  }
-  static constexpr size_t kSharedPairMin = 8u << 10;
-
-  // Does the piece of `count` elements between two different ranks skip the slots?
-  bool pulled(size_t count) const {
-    const size_t bytes = count * esize_;
-    if (shared_) return bytes >= kSharedPairMin;
-    return cma_ && bytes >= cma_pair_min_ && bytes < cma_pair_max_;
-  }
-
-  uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
-  const uint8_t* piece(const uint8_t* slot, size_t d) const {
-    return slot + header_bytes_ + d * piece_bytes_;
-  }
-
-  void check_matrix_and_plan(const std::vector<const uint8_t*>& slots) {
-    const size_t n = slots.size();
-    check_all_to_all_counts(group(), work()->info(), slots);
-    // The same plan on every rank: it reads only the (now agreed) matrix.
-    size_t staged_max = 0;
-    bool any_pulled = false;
-    for (size_t i = 0; i < n; ++i) {
-      const auto* counts = reinterpret_cast<const uint64_t*>(slots[i]);
-      for (size_t j = 0; j < n; ++j) {
-        const size_t c = counts[j];
-        if (i == j) continue;  // own pieces: copied in step 0
-        if (pulled(c)) {
-          any_pulled = true;
-        } else {
-          staged_max = std::max(staged_max, c);
-        }
-      }
-    }
-    nsteps_ = std::max<size_t>(any_pulled ? 2 : 1, steps_for(staged_max, per_step_));
-  }
-
-  // Copies a whole piece into this rank's output, with streaming stores when the
-  // output is far larger than the caches.
-  void copy_out(uint8_t* dst, const uint8_t* src, size_t bytes) const {
-    if (bytes == 0) return;
-    if (stream_output_) {
-      stream_copy(dst, src, bytes);
-    } else {
-      std::memcpy(dst, src, bytes);
-    }
-  }
-
-  // Reads the pulled pieces addressed to this rank from their senders' inputs.
-  void pull_pieces(const std::vector<const uint8_t*>& slots) {
-    const size_t n = slots.size();
-    const size_t me = static_cast<size_t>(group().rank());
-    for (size_t p = 0; p < n; ++p) {
-      if (p == me || !pulled(recv_[p])) continue;
-      const auto* words = reinterpret_cast<const uint64_t*>(slots[p]);
-      uint64_t from = 0, sent = 0;  // elements before this rank's piece in p's input; all of it
-      for (size_t j = 0; j < n; ++j) {
-        if (j < me) from += words[j];
-        sent += words[j];
-      }
-      uint8_t* dst = out_ + recv_displ(p) * esize_;
-      const int owner = group().world_rank(static_cast<int>(p));
-      if (shared_) {
-        const ArenaRef ref{static_cast<uint32_t>(words[2 * n + 1]),
-                           static_cast<uint32_t>(words[2 * n + 1] >> 32), words[2 * n + 2]};
-        if (!ref.present) {
-          throw CommError(work()->info().describe() + ": rank " + std::to_string(owner) +
-                          " has no input in the shared arena");
-        }
-        const uint8_t* src = engine_.peer_arenas().resolve(owner, ref, sent * esize_);
-        copy_out(dst, src + from * esize_, recv_[p] * esize_);
-      } else {
-        cma_read(group().pid(static_cast<int>(p)), dst, words[2 * n] + from * esize_,
-                 recv_[p] * esize_, owner);
-      }
-    }
-  }
-
-  ShmEngine& engine_;
-  bool shared_;
-  ArenaRef in_ref_;
-  bool stream_output_ = false;
-  const uint8_t* in_;
-  uint8_t* out_;
-  Counts send_, recv_;
-  size_t esize_, header_bytes_, piece_bytes_, per_step_;
-  bool cma_;
-  size_t cma_pair_min_, cma_pair_max_;  // pieces in [min, max) are read with CMA
-  Counts displ_;  // where each piece starts: n in the input, then n in the output
-
-  size_t send_displ(size_t rank) const { return displ_[rank]; }
-  size_t recv_displ(size_t rank) const { return displ_[send_.size() + rank]; }
-};
-
 }  // namespace
-
-size_t check_all_to_all_counts(const ShmGroup& g, const OpInfo& info,
-                               const std::vector<const uint8_t*>& headers) {
-  const size_t n = headers.size();
-  auto counts = [&](size_t rank) { return reinterpret_cast<const uint64_t*>(headers[rank]); };
-  std::string mismatches;
-  size_t max_count = 0;
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) {
-      uint64_t sent = counts(i)[j], expected = counts(j)[n + i];
-      max_count = std::max<size_t>(max_count, sent);
-      if (sent != expected && mismatches.size() < 400) {
-        mismatches += " rank " + std::to_string(g.world_rank(static_cast<int>(i))) + " sends " +
-                      std::to_string(sent) + " elements to rank " +
-                      std::to_string(g.world_rank(static_cast<int>(j))) + ", which expects " +
-                      std::to_string(expected) + ";";
-      }
-    }
-  }
-  if (!mismatches.empty()) {
-    throw CommError(info.describe() + ": send and receive sizes disagree:" + mismatches);
-  }
-  return max_count;
-}
 
 bool all_reduce_algo_forced() { return forced_all_reduce_algo() != AllReduceAlgo::kAuto; }
 
@@ -790,11 +540,4 @@ std::unique_ptr<OpState> make_scatter(CollectiveCall c, const void* in, void* ou
   return scatter;
 }
 std::unique_ptr<OpState> make_barrier(CollectiveCall c) { return std::make_unique<BarrierOp>(c); }
-std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, Counts send_counts,
-                                         void* out, Counts recv_counts, DType dtype,
-                                         std::optional<ArenaRef> shared_input) {
-  return std::make_unique<AllToAllOp>(c, in, std::move(send_counts), out, std::move(recv_counts),
-                                      dtype, shared_input);
-}
-
 }  // namespace collie::detail

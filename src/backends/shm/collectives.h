@@ -50,11 +50,10 @@ std::unique_ptr<OpState> make_reduce_scatter(CollectiveCall c, const void* in, v
 std::unique_ptr<OpState> make_scatter(CollectiveCall c, const void* in, void* out, size_t count,
                                       DType dtype, int root);
 std::unique_ptr<OpState> make_barrier(CollectiveCall c);
-// Checks an all_to_all count matrix: headers[i] points to group rank i's 2n
-// 64-bit words (its n send counts, then its n receive counts). CommError naming
-// every pair that disagrees; returns the largest count.
-size_t check_all_to_all_counts(const ShmGroup& g, const OpInfo& info,
-                               const std::vector<const uint8_t*>& headers);
+// Checks an all_to_all count matrix: `matrix` holds group rank i's 2n counts at
+// i * 2n (the n it sends to each rank, then the n it expects from each).
+// CommError naming every pair that disagrees.
+void check_all_to_all_counts(const ShmGroup& g, const OpInfo& info, const size_t* matrix);
 
 // `shared_input`: where this rank's input is in the shared arena, when every
 // rank's input and output are there (the pieces are then read in place).

@@ -89,6 +89,12 @@ class StepOp : public OpState {
   // it is already free: every peer published ready for this step, so every peer
   // finished reading the step before it, which used that slot.
   uint8_t* my_next_slot() const { return group_.slot(group_.rank(), step_ + 1); }
+  // The data field (kInlineBytes) of group rank p's step line for the step being
+  // produced or consumed, for an op whose steps go to slots but which may put a
+  // small step there instead, saying so in the field itself (all_to_all's compact
+  // first step): a line is reused kStepLines steps later, and a step in a slot
+  // already waits until every peer has read the step before it.
+  uint8_t* line_data(int p) const { return group_.control(p).line[step_ % kStepLines].data; }
   size_t nsteps_;  // may grow during consume() of the first step (all_to_all)
 
  private:

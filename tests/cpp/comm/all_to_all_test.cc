@@ -160,6 +160,54 @@ TEST_P(AllToAllWorld, SmallAndMultiStepSendersInOneCall) {
       small_chunks());
 }
 
+// Pieces around the size of a step line (a rank whose counts and pieces fit its
+// line sends step 0 there, others through their slot): rank r sends k + r
+// elements to every peer, so in one call some ranks are compact and some are
+// not, and consecutive calls on the same lines switch between the two forms.
+// Also counts that need two bytes (a compact rank receiving 300 elements).
+TEST_P(AllToAllWorld, PiecesAroundTheStepLineSize) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    SoftChecks soft;
+    for (DType dt : {DType::Int8, DType::Float32, DType::Float64}) {
+      for (int64_t k = 0; k <= 9; ++k) {
+        for (bool wide : {false, true}) {
+          const std::string what = "all_to_all_single " + std::string(dtype_name(dt)) +
+                                   " k=" + std::to_string(k) + (wide ? " wide" : "");
+          // Rank 0 sends 300 elements to every peer when `wide` (its step is in
+          // its slot; its peers' counts then need two bytes).
+          auto elements = [&](int src) -> int64_t { return wide && src == 0 ? 300 : k + src; };
+          soft.check(what, [&] {
+            std::vector<int64_t> in_split, out_split;
+            std::vector<Tensor> parts;
+            int64_t received = 0;
+            for (int peer = 0; peer < n; ++peer) {
+              in_split.push_back(elements(rank));
+              out_split.push_back(elements(peer));
+              received += out_split.back();
+              parts.push_back(make_tensor({in_split.back()}, dt, [&](int64_t i) {
+                return pattern_value(dt, pair_key(rank, peer), i);
+              }));
+            }
+            Tensor x = Tensor::cat(parts);
+            auto [y, h] = all_to_all_single_with_output_shape({received}, x, out_split, in_split);
+            std::vector<double> expected;
+            for (int src = 0; src < n; ++src) {
+              for (int64_t i = 0; i < elements(src); ++i) {
+                expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+              }
+            }
+            check_tensor(
+                y, dt, {received}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; },
+                what);
+          });
+        }
+      }
+    }
+    soft.finish();
+  });
+}
+
 TEST_P(AllToAllWorld, VcCountMatrixEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {

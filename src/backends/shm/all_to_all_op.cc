@@ -1,0 +1,370 @@
+// all_to_all over the shared-memory slots (make_all_to_all in collectives.h).
+//
+// Every step's slot holds a header (the 2N send and receive counts, then where
+// the input is, read in step 0) and N pieces, one per destination. Step 0
+// carries the counts and the first piece of data together: every rank checks
+// the whole matrix (what i sends to j must be what j expects from i; a mismatch
+// fails on every rank alike, before any data is read), then takes its data, and
+// the matrix says how many more steps the largest piece needs. So a call whose
+// pieces fit one slot is one step.
+//
+// A rank whose counts and pieces fit its step line (kInlineBytes, with the
+// counts one or two bytes wide) writes its step 0 there, *compact*, and leaves
+// its slot alone: a peer then reads the rank's flag, counts and data in one
+// cache line instead of the line, the slot's header and a piece (2 ranks, 8 B:
+// three cross-core transfers, in two rounds, became one). The line's first byte
+// says which form a rank chose (its counts' width, 0 for the slot), so each rank
+// chooses alone, by its own counts: the counts of all_to_all_v differ per rank,
+// and no choice they feed could be agreed before the matrix is read. Only step 0
+// can be compact: a rank whose pieces fit the line sends nothing in later steps.
+//
+// Some pieces skip the slots: the receiver reads them from the sender's input in
+// step 0 (one copy instead of two), and a second step makes sure every such read
+// finished before anyone returns (and frees its input):
+//   - where the group agreed on CMA, pieces of kCmaPairMin to kCmaPairMax bytes,
+//     read with process_vm_readv (2 ranks, 128 KiB-512 KiB per rank: about 1.5x
+//     faster), and where it prefers single copies (copy_path.h) larger ones too
+//     (Intel Xeon, 2 ranks, 4 MiB: 437 -> 388 us, OpenMPI 358-393) and from
+//     kCmaPairMinSingleCopy (16 KiB pieces: 3.6 -> 2.5 us, the same with inputs
+//     written just before the call; 8 KiB: 2.3 -> 2.0 us, but 2.4 -> 2.9 so);
+//     with more ranks than CPUs (where collectives otherwise stage: shm_group.h)
+//     pieces from kCmaPairMinOversubscribed, which take several staged steps,
+//     each waiting for every rank to be scheduled (4 ranks on 2 cores, 2 MiB
+//     pieces: 2.8 -> 1.9 ms; 128 KiB ones gain nothing);
+//   - when every rank's input is in the shared arena (`shared_input`), pieces of
+//     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
+//     shared tensors stay a single step.
+// Which pairs are read that way depends only on their count, which sender and
+// receiver agree on (the count check runs first). Such a piece is never in a
+// compact step: it is larger than a line.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "backends/shm/cma.h"
+#include "backends/shm/collectives.h"
+#include "backends/shm/engine.h"
+#include "backends/shm/step_op.h"
+#include "backends/shm/step_range.h"
+#include "backends/shm/stream_copy.h"
+#include "collie/errors.h"
+
+namespace collie::detail {
+namespace {
+
+// The compact step 0 in a step line's data field: [width][2N counts of `width`
+// bytes: sends, then receives][the pieces for the other ranks, in rank order,
+// packed]. width 0: the step is in the slot.
+static_assert(sizeof(size_t) == sizeof(uint64_t), "counts are 64-bit words in a slot");
+class CompactStep {
+ public:
+  // The width this rank's counts need, or 0 when its step does not fit a line.
+  static uint8_t width_for(const Counts& send, const Counts& recv, size_t me, size_t esize) {
+    size_t largest = 0, piece_bytes = 0;
+    for (size_t j = 0; j < send.size(); ++j) {
+      largest = std::max({largest, send[j], recv[j]});
+      if (j != me) piece_bytes += send[j] * esize;
+    }
+    const uint8_t width = largest <= 0xff ? 1 : largest <= 0xffff ? 2 : 0;
+    if (width == 0 || 1 + 2 * send.size() * width + piece_bytes > kInlineBytes) return 0;
+    return width;
+  }
+
+  static void write_counts(uint8_t* line, uint8_t width, const Counts& send, const Counts& recv) {
+    line[0] = width;
+    const size_t n = send.size();
+    for (size_t j = 0; j < 2 * n; ++j) {
+      const size_t c = j < n ? send[j] : recv[j - n];
+      if (width == 1) {
+        line[1 + j] = static_cast<uint8_t>(c);
+      } else {
+        const auto c16 = static_cast<uint16_t>(c);
+        std::memcpy(line + 1 + 2 * j, &c16, 2);
+      }
+    }
+  }
+
+  // Rank p's 2n counts from its line (width != 0) into `counts`.
+  static void read_counts(const uint8_t* line, size_t n, size_t* counts) {
+    const uint8_t width = line[0];
+    for (size_t j = 0; j < 2 * n; ++j) {
+      if (width == 1) {
+        counts[j] = line[1 + j];
+      } else {
+        uint16_t c16;
+        std::memcpy(&c16, line + 1 + 2 * j, 2);
+        counts[j] = c16;
+      }
+    }
+  }
+
+  // Where the pieces start.
+  static size_t pieces_at(size_t n, uint8_t width) { return 1 + 2 * n * width; }
+};
+
+class AllToAllOp final : public StepOp {
+ public:
+  AllToAllOp(const CollectiveCall& c, const void* in, Counts send_counts, void* out,
+             Counts recv_counts, DType dtype, std::optional<ArenaRef> shared_input)
+      : StepOp(*c.engine, *c.group, c.work, 1),
+        engine_(*c.engine),
+        shared_(shared_input.has_value()),
+        in_ref_(shared_input.value_or(ArenaRef{})),
+        in_(static_cast<const uint8_t*>(in)),
+        out_(static_cast<uint8_t*>(out)),
+        send_(std::move(send_counts)),
+        recv_(std::move(recv_counts)),
+        esize_(element_size(dtype)),
+        header_bytes_(all_to_all_header_bytes(send_.size())),
+        piece_bytes_(c.group->all_to_all_piece_bytes()),
+        per_step_(piece_bytes_ >> std::countr_zero(esize_)),  // sizes are powers of two
+        cma_(c.group->cma()),
+        cma_pair_min_(cma_pair_min(*c.group)),
+        cma_pair_max_(cma_pair_max(*c.group)),
+        // One allocation for both: the displacements, then the matrix (step 0).
+        table_(2 * send_.size() + 2 * send_.size() * send_.size()) {
+    const size_t n = send_.size();
+    for (size_t i = 1; i < n; ++i) {
+      table_[i] = table_[i - 1] + send_[i - 1];
+      table_[n + i] = table_[n + i - 1] + recv_[i - 1];
+    }
+    // Ranks that passed shared tensors and ranks that did not must not mix.
+    // So do ranks that disagree on reading pieces with CMA (they agree on one machine).
+    if (shared_) {
+      set_variant(2);
+    } else if (cma_) {
+      set_variant(3);
+    }
+    size_t received = 0;
+    for (size_t c : recv_) received += c;
+    stream_output_ = received * esize_ >= kStreamingOutputBytes;
+    compact_width_ = CompactStep::width_for(send_, recv_, me(), esize_);
+  }
+
+ protected:
+  void produce(size_t step, uint8_t* slot) override {
+    const size_t n = send_.size();
+    if (step == 0) {
+      uint8_t* line = line_data(group().rank());
+      if (compact_width_ != 0) return produce_compact(line);
+      line[0] = 0;  // the step is in the slot
+      auto* words = reinterpret_cast<uint64_t*>(slot);
+      for (size_t j = 0; j < n; ++j) {
+        words[j] = send_[j];
+        words[n + j] = recv_[j];
+      }
+      words[2 * n] = reinterpret_cast<uint64_t>(in_);  // for CMA
+      words[2 * n + 1] = in_ref_.chunk | static_cast<uint64_t>(in_ref_.present) << 32;
+      words[2 * n + 2] = in_ref_.offset;
+    }
+    for (size_t d = 0; d < n; ++d) {
+      if (d == me() || pulled(send_[d])) continue;  // own piece: input -> output directly
+      Range r = range_of(step, send_[d], per_step_);
+      if (r.len > 0) {
+        std::memcpy(piece(slot, d), in_ + (send_displ(d) + r.begin) * esize_, r.len * esize_);
+      }
+    }
+  }
+
+  void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
+    const size_t n = send_.size();
+    if (step == 0) {
+      read_matrix(slots);
+      check_all_to_all_counts(group(), work()->info(), matrix());
+      plan();
+      pull_pieces(slots);
+      // The own piece goes from input to output at once, never through a slot.
+      copy_out(out_ + recv_displ(me()) * esize_, in_ + send_displ(me()) * esize_,
+               recv_[me()] * esize_);
+    }
+    for (size_t p = 0; p < n; ++p) {
+      if (p == me() || pulled(recv_[p])) continue;
+      Range r = range_of(step, recv_[p], per_step_);
+      if (r.len == 0) continue;
+      const uint8_t* from = step == 0 && line_data(static_cast<int>(p))[0] != 0
+                                ? compact_piece(p)
+                                : piece(slots[p], me());
+      std::memcpy(out_ + (recv_displ(p) + r.begin) * esize_, from, r.len * esize_);
+    }
+  }
+
+ private:
+  static constexpr size_t kCmaPairMin = 32u << 10;
+  static constexpr size_t kCmaPairMinSingleCopy = 16u << 10;
+  static constexpr size_t kCmaPairMinOversubscribed = 512u << 10;
+  static constexpr size_t kCmaPairMax = 512u << 10;
+  static constexpr size_t kNoLimit = ~size_t{0};
+
+  // Which pieces are read with CMA (above), where the group agreed on CMA.
+  static size_t cma_pair_min(const ShmGroup& g) {
+    if (!g.cma_for_collectives()) return kCmaPairMinOversubscribed;
+    return g.prefers_single_copy() ? kCmaPairMinSingleCopy : kCmaPairMin;
+  }
+  static size_t cma_pair_max(const ShmGroup& g) {
+    return !g.cma_for_collectives() || g.prefers_single_copy() ? kNoLimit : kCmaPairMax;
+  }
+  static constexpr size_t kSharedPairMin = 8u << 10;
+
+  size_t me() const { return static_cast<size_t>(group().rank()); }
+
+  // Does the piece of `count` elements between two different ranks skip the slots?
+  bool pulled(size_t count) const {
+    const size_t bytes = count * esize_;
+    if (shared_) return bytes >= kSharedPairMin;
+    return cma_ && bytes >= cma_pair_min_ && bytes < cma_pair_max_;
+  }
+
+  uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
+  const uint8_t* piece(const uint8_t* slot, size_t d) const {
+    return slot + header_bytes_ + d * piece_bytes_;
+  }
+
+  void produce_compact(uint8_t* line) const {
+    const size_t n = send_.size();
+    CompactStep::write_counts(line, compact_width_, send_, recv_);
+    uint8_t* at = line + CompactStep::pieces_at(n, compact_width_);
+    for (size_t d = 0; d < n; ++d) {
+      if (d == me() || send_[d] == 0) continue;
+      std::memcpy(at, in_ + send_displ(d) * esize_, send_[d] * esize_);
+      at += send_[d] * esize_;
+    }
+  }
+
+  // The piece compact rank p sends to this one (the matrix is read and checked).
+  const uint8_t* compact_piece(size_t p) const {
+    const size_t n = send_.size();
+    const uint8_t* line = line_data(static_cast<int>(p));
+    const size_t* sends = matrix() + p * 2 * n;
+    size_t at = CompactStep::pieces_at(n, line[0]);
+    for (size_t d = 0; d < me(); ++d) {
+      if (d != p) at += sends[d] * esize_;
+    }
+    return line + at;
+  }
+
+  // Every rank's 2n counts into the matrix, from its line or its slot.
+  void read_matrix(const std::vector<const uint8_t*>& slots) {
+    const size_t n = slots.size();
+    size_t* m = table_.data() + 2 * n;
+    for (size_t p = 0; p < n; ++p) {
+      const uint8_t* line = line_data(static_cast<int>(p));
+      if (line[0] != 0) {
+        CompactStep::read_counts(line, n, m + p * 2 * n);
+      } else {
+        std::memcpy(m + p * 2 * n, slots[p], 2 * n * sizeof(uint64_t));
+      }
+    }
+  }
+  const size_t* matrix() const { return table_.data() + 2 * send_.size(); }
+
+  // How many steps the staged pieces need. The same on every rank: it reads only
+  // the (now agreed) matrix.
+  void plan() {
+    const size_t n = send_.size();
+    size_t staged_max = 0;
+    bool any_pulled = false;
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < n; ++j) {
+        const size_t c = matrix()[i * 2 * n + j];
+        if (i == j) continue;  // own pieces: copied in step 0
+        if (pulled(c)) {
+          any_pulled = true;
+        } else {
+          staged_max = std::max(staged_max, c);
+        }
+      }
+    }
+    nsteps_ = std::max<size_t>(any_pulled ? 2 : 1, steps_for(staged_max, per_step_));
+  }
+
+  // Copies a whole piece into this rank's output, with streaming stores when the
+  // output is far larger than the caches.
+  void copy_out(uint8_t* dst, const uint8_t* src, size_t bytes) const {
+    if (bytes == 0) return;
+    if (stream_output_) {
+      stream_copy(dst, src, bytes);
+    } else {
+      std::memcpy(dst, src, bytes);
+    }
+  }
+
+  // Reads the pulled pieces addressed to this rank from their senders' inputs
+  // (whose steps are in their slots: a pulled piece does not fit a line).
+  void pull_pieces(const std::vector<const uint8_t*>& slots) {
+    const size_t n = slots.size();
+    for (size_t p = 0; p < n; ++p) {
+      if (p == me() || !pulled(recv_[p])) continue;
+      const size_t* sends = matrix() + p * 2 * n;
+      const auto* words = reinterpret_cast<const uint64_t*>(slots[p]);
+      uint64_t from = 0, sent = 0;  // elements before this rank's piece in p's input; all of it
+      for (size_t j = 0; j < n; ++j) {
+        if (j < me()) from += sends[j];
+        sent += sends[j];
+      }
+      uint8_t* dst = out_ + recv_displ(p) * esize_;
+      const int owner = group().world_rank(static_cast<int>(p));
+      if (shared_) {
+        const ArenaRef ref{static_cast<uint32_t>(words[2 * n + 1]),
+                           static_cast<uint32_t>(words[2 * n + 1] >> 32), words[2 * n + 2]};
+        if (!ref.present) {
+          throw CommError(work()->info().describe() + ": rank " + std::to_string(owner) +
+                          " has no input in the shared arena");
+        }
+        const uint8_t* src = engine_.peer_arenas().resolve(owner, ref, sent * esize_);
+        copy_out(dst, src + from * esize_, recv_[p] * esize_);
+      } else {
+        cma_read(group().pid(static_cast<int>(p)), dst, words[2 * n] + from * esize_,
+                 recv_[p] * esize_, owner);
+      }
+    }
+  }
+
+  ShmEngine& engine_;
+  bool shared_;
+  ArenaRef in_ref_;
+  bool stream_output_ = false;
+  uint8_t compact_width_ = 0;  // this rank's step 0 is compact (CompactStep) if nonzero
+  const uint8_t* in_;
+  uint8_t* out_;
+  Counts send_, recv_;
+  size_t esize_, header_bytes_, piece_bytes_, per_step_;
+  bool cma_;
+  size_t cma_pair_min_, cma_pair_max_;  // pieces in [min, max) are read with CMA
+  // Where each piece starts (n in the input, then n in the output), then the
+  // count matrix as read in step 0 (2n per rank: matrix()).
+  Counts table_;
+
+  size_t send_displ(size_t rank) const { return table_[rank]; }
+  size_t recv_displ(size_t rank) const { return table_[send_.size() + rank]; }
+};
+
+}  // namespace
+
+void check_all_to_all_counts(const ShmGroup& g, const OpInfo& info, const size_t* matrix) {
+  const size_t n = static_cast<size_t>(g.size());
+  std::string mismatches;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      const size_t sent = matrix[i * 2 * n + j], expected = matrix[j * 2 * n + n + i];
+      if (sent != expected && mismatches.size() < 400) {
+        mismatches += " rank " + std::to_string(g.world_rank(static_cast<int>(i))) + " sends " +
+                      std::to_string(sent) + " elements to rank " +
+                      std::to_string(g.world_rank(static_cast<int>(j))) + ", which expects " +
+                      std::to_string(expected) + ";";
+      }
+    }
+  }
+  if (!mismatches.empty()) {
+    throw CommError(info.describe() + ": send and receive sizes disagree:" + mismatches);
+  }
+}
+
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, Counts send_counts,
+                                         void* out, Counts recv_counts, DType dtype,
+                                         std::optional<ArenaRef> shared_input) {
+  return std::make_unique<AllToAllOp>(c, in, std::move(send_counts), out, std::move(recv_counts),
+                                      dtype, shared_input);
+}
+
+}  // namespace collie::detail
