@@ -30,7 +30,12 @@
 //     with more ranks than CPUs (where collectives otherwise stage: shm_group.h)
 //     pieces from kCmaPairMinOversubscribed, which take several staged steps,
 //     each waiting for every rank to be scheduled (4 ranks on 2 cores, 2 MiB
-//     pieces: 2.8 -> 1.9 ms; 128 KiB ones gain nothing);
+//     pieces: 2.8 -> 1.9 ms; 128 KiB ones gained nothing on the AMD machine),
+//     and where the group prefers single copies from
+//     kCmaPairMinOversubscribedSingleCopy (Intel Xeon, 4 ranks on 2 cores, best
+//     of three rounds in each of three sweeps: 128 KiB pieces 89-99 -> 69-75 us,
+//     OpenMPI 55-61; 256 KiB 263-275 -> 231-251 us; 64 KiB pieces 30 -> 32 us,
+//     so not from there);
 //   - when every rank's input is in the shared arena (`shared_input`), pieces of
 //     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
 //     shared tensors stay a single step.
@@ -193,12 +198,16 @@ class AllToAllOp final : public StepOp {
   static constexpr size_t kCmaPairMin = 32u << 10;
   static constexpr size_t kCmaPairMinSingleCopy = 16u << 10;
   static constexpr size_t kCmaPairMinOversubscribed = 512u << 10;
+  static constexpr size_t kCmaPairMinOversubscribedSingleCopy = 128u << 10;
   static constexpr size_t kCmaPairMax = 512u << 10;
   static constexpr size_t kNoLimit = ~size_t{0};
 
   // Which pieces are read with CMA (above), where the group agreed on CMA.
   static size_t cma_pair_min(const ShmGroup& g) {
-    if (!g.cma_for_collectives()) return kCmaPairMinOversubscribed;
+    if (!g.cma_for_collectives()) {
+      return g.prefers_single_copy() ? kCmaPairMinOversubscribedSingleCopy
+                                     : kCmaPairMinOversubscribed;
+    }
     return g.prefers_single_copy() ? kCmaPairMinSingleCopy : kCmaPairMin;
   }
   static size_t cma_pair_max(const ShmGroup& g) {

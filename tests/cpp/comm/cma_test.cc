@@ -7,7 +7,8 @@
 // dtype, world sizes 1-4, roots, sub-groups, sizes on both sides of the
 // thresholds; with COLLIE_CMA=0 on one rank the whole group falls back to the
 // slots (no mismatch), and results are the same either way. With more ranks than
-// CPUs collectives stage instead; ctest runs the world cases again with
+// CPUs collectives stage instead (but for all_to_all's pieces from 512 KiB, or
+// from 128 KiB where the group prefers single copies); ctest runs the world cases again with
 // COLLIE_CMA=always (cma_forced_always) so that 3 and 4 ranks take the CMA path
 // on small machines too.
 #include <sys/uio.h>
@@ -35,7 +36,8 @@ std::vector<int64_t> counts_for(DType dt) {
 
 // Bytes group rank i sends to group rank j in the all_to_all check: a mix of
 // pieces read through CMA (32 KiB to 512 KiB, odd sizes too; from 16 KiB and
-// beyond 512 KiB where the group prefers single copies), small and large staged
+// beyond 512 KiB where the group prefers single copies; with more ranks than
+// CPUs the 200 KiB ones there too, and the 600 KiB ones), small and large staged
 // ones, and empty ones, different for every pair.
 int64_t pair_bytes(int i, int j) {
   static const int64_t palette[] = {0,         1000,     40 << 10,      (200 << 10) + 24,
