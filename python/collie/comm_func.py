@@ -30,11 +30,13 @@ Example (``collie run -n 2 /usr/bin/python3 script.py``):
      [2. 2. 2. 2. 2. 2. 2. 2.]]
 """
 
+import numpy as _np
+
 from collie import _collie
 from collie._dtypes import dtype_name as _dtype_name
 from collie._dtypes import is_dtype as _is_dtype
 from collie.errors import IrecvTypeError, ReduceOpValueError
-from collie.management import GlobalComm, _check_inited, _get_group, _is_world
+from collie.management import GlobalComm, _check_inited, _get_group
 from collie.ops import REDUCE_OPS, ReduceOp
 
 __all__ = [
@@ -105,8 +107,12 @@ def _handle(h):
     return None if h is None else CommHandle(h)
 
 
+_ndarray = _np.ndarray
+
+
 def _is_tensor(obj):
-    return _collie._is_tensor(obj)
+    # numpy arrays without the call into _collie (most of a small call's checks).
+    return obj.__class__ is _ndarray or _collie._is_tensor(obj)
 
 
 def _group(group, func):
@@ -170,6 +176,8 @@ def _p2p_call(func, group, peer, what, call):
 
 
 def _shape_of(obj):
+    if obj.__class__ is _ndarray:
+        return obj.shape
     shape = getattr(obj, "shape", None)
     if isinstance(shape, tuple) and all(isinstance(d, int) for d in shape):
         return shape
@@ -470,19 +478,29 @@ class P2POp:
         >>> recv_op = comm.comm_func.P2POp('irecv', (), 0, recv_dtype=np.float32)
     """
 
+    # Attributes stay plain and writable, as MindSpore's (batch_isend_irecv checks
+    # them again); __slots__ only spares every op a __dict__.
+    __slots__ = ("op", "tensor", "peer", "group", "tag", "recv_dtype")
+
     def __init__(self, op, tensor, peer, group=None, tag=0, *, recv_dtype=None):
-        if not (isinstance(op, str) or callable(op)):
+        # The common arguments (a str op, a numpy array, int peer and tag) are
+        # recognised by their exact type first: a Python-level helper call per check
+        # made building the two ops of an exchange cost as much as the exchange.
+        if op.__class__ is str:
+            name = op
+        elif callable(op):
+            name = _op_name(op)
+        else:
             raise TypeError(f"op must be type of string or function, but got type of {type(op)}")
-        name = _op_name(op)
-        if name not in ("isend", "irecv"):
+        if name != "isend" and name != "irecv":
             raise ValueError(f"Expected ``op`` to be of type ``isend`` or ``irecv``, but got {name}")
-        if not (isinstance(tensor, tuple) or _is_tensor(tensor)):
+        if not (tensor.__class__ is _ndarray or isinstance(tensor, tuple) or _is_tensor(tensor)):
             raise TypeError(f"Expected ``tensor`` to be type of tuple or Tensor, but got {type(tensor)}.")
-        if not isinstance(peer, int):
+        if peer.__class__ is not int and not isinstance(peer, int):
             raise TypeError(f"peer must be type of int, but got type of {type(peer)}")
         if recv_dtype is not None and not _is_dtype(recv_dtype):
             raise TypeError(f"recv_dtype must be type of mindspore dtype, but got type of {type(recv_dtype)}")
-        if not isinstance(tag, int):
+        if tag.__class__ is not int and not isinstance(tag, int):
             raise TypeError(f"tag must be type of int, but got type of {type(tag)}")
         self.op = op
         self.tensor = tensor
@@ -515,27 +533,38 @@ def batch_isend_irecv(p2p_op_list):
         raise TypeError(f"p2p_op_list must be type of list, but got type of {type(p2p_op_list)}.")
     if not p2p_op_list:
         raise TypeError("p2p_op_list can not be empty list.")
-    ops = []
     for i, p2p_op in enumerate(p2p_op_list):
         if not isinstance(p2p_op, P2POp):
             raise TypeError(f"must be type of P2POp, but got {type(p2p_op)} at index {i} of p2p_op_list")
     _check_inited()
+    # Every op is checked again (its attributes may have changed since it was
+    # made), exact types first, as in P2POp().
+    world = GlobalComm.WORLD_COMM_GROUP
+    ops = []
     for i, p2p_op in enumerate(p2p_op_list):
-        name = _op_name(p2p_op.op)
-        if name not in ("isend", "irecv"):
+        op = p2p_op.op
+        name = op if op.__class__ is str else _op_name(op)
+        if name != "isend" and name != "irecv":
             raise TypeError("p2p_op.op must be isend or irecv")
-        group = _optional_group(p2p_op.group, "batch_isend_irecv")
-        _check_tag(p2p_op.tag, "batch_isend_irecv")
-        if not isinstance(p2p_op.peer, int):
-            raise TypeError(f"peer must be type of int, but got type of {type(p2p_op.peer)}")
-        if name == "irecv" and isinstance(p2p_op.tensor, tuple):
+        group = p2p_op.group
+        group = world if group is None else _group(group, "batch_isend_irecv")
+        tag = p2p_op.tag
+        if tag.__class__ is not int:
+            _check_tag(tag, "batch_isend_irecv")
+        peer = p2p_op.peer
+        if peer.__class__ is not int and not isinstance(peer, int):
+            raise TypeError(f"peer must be type of int, but got type of {type(peer)}")
+        tensor = p2p_op.tensor
+        if tensor.__class__ is _ndarray:
+            ops.append((name, tensor, None, None, peer, group, tag))
+        elif name == "irecv" and isinstance(tensor, tuple):
             if p2p_op.recv_dtype is None:
                 raise ValueError(f"'recv_dtype' of {i}th P2POp in p2p_op_list is None but op_types is'irecv' "
                                  f"and P2POp.tensor is a tuple type.")
-            shape = _shape_arg(p2p_op.tensor, "p2p_op.tensor")
-            ops.append(("irecv", None, shape, _dtype_name(p2p_op.recv_dtype), p2p_op.peer, group, p2p_op.tag))
-        elif _is_tensor(p2p_op.tensor):
-            ops.append((name, p2p_op.tensor, None, None, p2p_op.peer, group, p2p_op.tag))
+            shape = _shape_arg(tensor, "p2p_op.tensor")
+            ops.append(("irecv", None, shape, _dtype_name(p2p_op.recv_dtype), peer, group, tag))
+        elif _is_tensor(tensor):
+            ops.append((name, tensor, None, None, peer, group, tag))
         elif name == "irecv":
             raise TypeError("p2p_op.tensor must be tensor or shape")
         else:

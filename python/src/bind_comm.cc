@@ -198,11 +198,13 @@ void bind_p2p(py::module_& m) {
   // ops: (op, tensor or None, shape or None, dtype or None, peer, group, tag) per P2POp.
   m.def("batch_isend_irecv", [](const py::list& ops) {
     std::vector<collie::P2POp> list;
+    list.reserve(ops.size());
     for (py::handle item : ops) {
       auto op = item.cast<py::tuple>();
-      const auto kind = op[0].cast<std::string>();
+      // Views on the Python strings (which the tuple keeps alive): no copies.
+      const auto kind = op[0].cast<std::string_view>();
       const int peer = op[4].cast<int>();
-      const auto group = op[5].cast<std::string>();
+      const auto group = op[5].cast<std::string_view>();
       const int tag = op[6].cast<int>();
       if (!op[1].is_none()) {
         list.emplace_back(kind, to_tensor(op[1]), peer, group, tag);

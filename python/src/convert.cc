@@ -334,6 +334,10 @@ bool is_tensor_like(py::handle obj) {
 }
 
 Tensor to_tensor(py::handle obj, Access access, const char* what) {
+  // numpy arrays, the common case, first: isinstance<Tensor> looks the class up
+  // in pybind11's type registry.
+  if (py::isinstance<py::array>(obj))
+    return from_numpy(py::reinterpret_borrow<py::array>(obj), access, what);
   if (py::isinstance<Tensor>(obj)) {
     Tensor t = obj.cast<Tensor>();
     if (access == Access::Write && (!t.is_contiguous())) {
@@ -341,7 +345,6 @@ Tensor to_tensor(py::handle obj, Access access, const char* what) {
     }
     return t;
   }
-  if (py::isinstance<py::array>(obj)) return from_numpy(py::reinterpret_borrow<py::array>(obj), access, what);
   const bool scalar = py::isinstance(obj, numpy().attr("generic"));
   if (!scalar && !PyType_Check(obj.ptr()) && py::hasattr(obj, "__dlpack__")) return from_dlpack(obj, access, what);
   if (scalar || PyObject_CheckBuffer(obj.ptr())) {

@@ -335,10 +335,27 @@ def test_p2p_op_errors(world, call, exc, match):
         call()
 
 
+def test_batch_takes_tensors_other_than_arrays(world):
+    # Not numpy arrays: collie.Tensor and a bytearray (the buffer protocol); a bool
+    # tag is an int (True == 1), as in MindSpore.
+    sent = collie.Tensor(np.array([4, 5, 6], np.uint8))
+    res = cf.batch_isend_irecv([cf.P2POp("isend", sent, 0, tag=True),
+                                cf.P2POp("irecv", bytearray(3), 0, tag=1)])
+    assert res[1].dtype == np.uint8 and res[1].tolist() == [4, 5, 6]
+
+
 def test_batch_revalidates_mutated_ops(world):
     op = cf.P2POp("irecv", X, 0)
     op.op = "bcast"
     with pytest.raises(TypeError, match="p2p_op.op must be isend or irecv"):
+        cf.batch_isend_irecv([op])
+    op = cf.P2POp("isend", X, 0)
+    op.peer = 0.0
+    with pytest.raises(TypeError, match="peer must be type of int"):
+        cf.batch_isend_irecv([op])
+    op = cf.P2POp("isend", X, 0)
+    op.tag = "a"
+    with pytest.raises(TypeError, match="tag must be int"):
         cf.batch_isend_irecv([op])
     op = cf.P2POp("irecv", X, 0)
     op.tensor = [1, 2]
