@@ -3,7 +3,7 @@
 # Idempotent: skips apt-get entirely when everything is already installed.
 set -euo pipefail
 packages=(build-essential cmake ninja-build libgtest-dev libgmock-dev procps
-          python3 python3-numpy python3-pytest pybind11-dev libdlpack-dev
+          python3 python3-numpy python3-pytest python3-mpi4py pybind11-dev libdlpack-dev
           libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
