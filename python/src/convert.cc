@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collie/errors.h"
+#include "core/small_pool.h"
 
 namespace collie_py {
 
@@ -301,17 +302,46 @@ py::capsule to_dlpack(const Tensor& t) {
 }
 
 // A numpy array on t's memory (t's dtype must have a numpy dtype).
+// What a result array's base capsule holds: the tensor whose memory the array
+// is. From the small-object pool, as every call makes one (core/small_pool.h).
+struct ArrayOwner {
+  Tensor tensor;
+  static void* operator new(size_t n) { return collie::detail::pool_alloc(n); }
+  static void operator delete(void* p, size_t n) { collie::detail::pool_free(p, n); }
+};
+
+// Made through numpy's C API with the shape and strides on the stack: every
+// call returns one of these, and py::array's constructor copies both into
+// vectors first (two allocations a call).
 py::array numpy_view(const Tensor& t, const py::dtype& dt) {
-  std::vector<py::ssize_t> shape, strides;
-  const auto item = static_cast<py::ssize_t>(t.element_size());
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    shape.push_back(static_cast<py::ssize_t>(t.shape()[static_cast<size_t>(d)]));
-    strides.push_back(static_cast<py::ssize_t>(t.strides()[static_cast<size_t>(d)]) * item);
+  constexpr int64_t kMaxDims = 32;  // numpy's NPY_MAXDIMS
+  if (t.dim() > kMaxDims) {
+    throw collie::ValueError("numpy arrays have at most 32 dimensions; the result has " +
+                             std::to_string(t.dim()));
   }
-  if (t.numel() == 0) return py::array(dt, shape, strides);
-  auto* holder = new Tensor(t);
-  py::capsule base(holder, [](void* p) { delete static_cast<Tensor*>(p); });
-  return py::array(dt, shape, strides, t.data_ptr(), base);
+  Py_intptr_t shape[kMaxDims], strides[kMaxDims];
+  const auto item = static_cast<Py_intptr_t>(t.element_size());
+  const int ndim = static_cast<int>(t.dim());
+  for (int d = 0; d < ndim; ++d) {
+    shape[d] = static_cast<Py_intptr_t>(t.shape()[static_cast<size_t>(d)]);
+    strides[d] = static_cast<Py_intptr_t>(t.strides()[static_cast<size_t>(d)]) * item;
+  }
+  auto& api = py::detail::npy_api::get();
+  if (t.numel() == 0) {  // numpy allocates the (empty) array itself
+    PyObject* empty = api.PyArray_NewFromDescr_(api.PyArray_Type_, dt.inc_ref().ptr(), ndim, shape,
+                                                nullptr, nullptr, 0, nullptr);
+    if (empty == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::array>(empty);
+  }
+  auto* holder = new ArrayOwner{t};
+  py::capsule base(holder, [](void* p) { delete static_cast<ArrayOwner*>(p); });
+  PyObject* arr =
+      api.PyArray_NewFromDescr_(api.PyArray_Type_, dt.inc_ref().ptr(), ndim, shape, strides,
+                                t.data_ptr(), py::detail::npy_api::NPY_ARRAY_WRITEABLE_, nullptr);
+  if (arr == nullptr) throw py::error_already_set();
+  auto array = py::reinterpret_steal<py::array>(arr);
+  if (api.PyArray_SetBaseObject_(arr, base.release().ptr()) != 0) throw py::error_already_set();
+  return array;
 }
 
 py::object tensor_to_array(const Tensor& t, py::object dtype) {
