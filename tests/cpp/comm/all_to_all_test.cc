@@ -2,6 +2,8 @@
 // output_shape (equal and uneven splits, split sizes taken from the INPUT's own shape),
 // all_to_all_v_c (a count matrix with zeros). Every dtype, world sizes 1-4, sub-groups,
 // async, and the TypeErrors/ValueErrors/CommErrors of the header.
+#include <functional>
+
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -11,6 +13,35 @@ namespace {
 int64_t rows_between(int src, int dst) { return (src + 2 * dst) % 3; }
 // A distinct data key per (source, destination) pair.
 int pair_key(int src, int dst) { return src * 8 + dst; }
+
+// all_to_all_single_with_output_shape where group rank `src` sends
+// elements(src, dst) elements to `dst` (element i of a piece holds
+// pattern_value(dt, pair_key(src, dst), i)); checks everything `rank` receives.
+void check_uneven_all_to_all(int rank, int n, DType dt,
+                             const std::function<int64_t(int, int)>& elements,
+                             const std::string& what) {
+  std::vector<int64_t> in_split, out_split;
+  std::vector<Tensor> parts;
+  int64_t received = 0;
+  for (int peer = 0; peer < n; ++peer) {
+    in_split.push_back(elements(rank, peer));
+    out_split.push_back(elements(peer, rank));
+    received += out_split.back();
+    parts.push_back(make_tensor({in_split.back()}, dt, [&](int64_t i) {
+      return pattern_value(dt, pair_key(rank, peer), i);
+    }));
+  }
+  Tensor x = Tensor::cat(parts);
+  auto [y, h] = all_to_all_single_with_output_shape({received}, x, out_split, in_split);
+  std::vector<double> expected;
+  for (int src = 0; src < n; ++src) {
+    for (int64_t i = 0; i < out_split[static_cast<size_t>(src)]; ++i) {
+      expected.push_back(pattern_value(dt, pair_key(src, rank), i));
+    }
+  }
+  check_tensor(
+      y, dt, {received}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; }, what);
+}
 
 class AllToAllWorld : public ::testing::TestWithParam<int> {};
 
@@ -130,30 +161,7 @@ TEST_P(AllToAllWorld, SmallAndMultiStepSendersInOneCall) {
         for (DType dt : all_dtypes()) {
           const std::string what =
               "all_to_all_single small+multi-step " + std::string(dtype_name(dt));
-          soft.check(what, [&] {
-            std::vector<int64_t> in_split, out_split;
-            std::vector<Tensor> parts;
-            int64_t received = 0;
-            for (int peer = 0; peer < n; ++peer) {
-              in_split.push_back(elements(rank, peer));
-              out_split.push_back(elements(peer, rank));
-              received += out_split.back();
-              parts.push_back(make_tensor({in_split.back()}, dt, [&](int64_t i) {
-                return pattern_value(dt, pair_key(rank, peer), i);
-              }));
-            }
-            Tensor x = Tensor::cat(parts);
-            auto [y, h] = all_to_all_single_with_output_shape({received}, x, out_split, in_split);
-            std::vector<double> expected;
-            for (int src = 0; src < n; ++src) {
-              for (int64_t i = 0; i < out_split[static_cast<size_t>(src)]; ++i) {
-                expected.push_back(pattern_value(dt, pair_key(src, rank), i));
-              }
-            }
-            check_tensor(
-                y, dt, {received}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; },
-                what);
-          });
+          soft.check(what, [&] { check_uneven_all_to_all(rank, n, dt, elements, what); });
         }
         soft.finish();
       },
@@ -176,31 +184,8 @@ TEST_P(AllToAllWorld, PiecesAroundTheStepLineSize) {
                                    " k=" + std::to_string(k) + (wide ? " wide" : "");
           // Rank 0 sends 300 elements to every peer when `wide` (its step is in
           // its slot; its peers' counts then need two bytes).
-          auto elements = [&](int src) -> int64_t { return wide && src == 0 ? 300 : k + src; };
-          soft.check(what, [&] {
-            std::vector<int64_t> in_split, out_split;
-            std::vector<Tensor> parts;
-            int64_t received = 0;
-            for (int peer = 0; peer < n; ++peer) {
-              in_split.push_back(elements(rank));
-              out_split.push_back(elements(peer));
-              received += out_split.back();
-              parts.push_back(make_tensor({in_split.back()}, dt, [&](int64_t i) {
-                return pattern_value(dt, pair_key(rank, peer), i);
-              }));
-            }
-            Tensor x = Tensor::cat(parts);
-            auto [y, h] = all_to_all_single_with_output_shape({received}, x, out_split, in_split);
-            std::vector<double> expected;
-            for (int src = 0; src < n; ++src) {
-              for (int64_t i = 0; i < elements(src); ++i) {
-                expected.push_back(pattern_value(dt, pair_key(src, rank), i));
-              }
-            }
-            check_tensor(
-                y, dt, {received}, [&](int64_t i) { return expected[static_cast<size_t>(i)]; },
-                what);
-          });
+          auto elements = [&](int src, int) -> int64_t { return wide && src == 0 ? 300 : k + src; };
+          soft.check(what, [&] { check_uneven_all_to_all(rank, n, dt, elements, what); });
         }
       }
     }
