@@ -49,6 +49,8 @@ void init(std::string_view backend_name = "");
 // they never come); the job is released either way.
 void release();
 
+// Whether init() has completed (and release() has not). Never blocks: while
+// another thread is inside init() it is false, inside release() still true.
 bool is_initialized();
 
 // The name init() gave the world (WORLD, or "<backend>_world_group" for MindSpore names).

@@ -169,11 +169,7 @@ void release() {
   if (first_error) std::rethrow_exception(first_error);
 }
 
-bool is_initialized() {
-  RuntimeState& s = runtime_state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  return s.initialized;
-}
+bool is_initialized() { return runtime_state().initialized.load(std::memory_order_acquire); }
 
 std::string world_group_name() {
   RuntimeState& s = runtime_state();

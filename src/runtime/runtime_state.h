@@ -23,7 +23,9 @@ class Transport;
 
 struct RuntimeState {
   std::mutex mu;
-  bool initialized = false;
+  // Written under mu; atomic so that is_initialized() reads it without mu,
+  // which init() holds through the whole rendezvous.
+  std::atomic<bool> initialized{false};
   LaunchEnv env;
   std::string backend;     // "shm"
   std::string world_name;  // what the user calls the world

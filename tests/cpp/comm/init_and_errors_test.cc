@@ -1,6 +1,13 @@
 // init()/release() and the state errors: every operation before init() (and after
 // release()) is a RuntimeError that names the operation and says to call init();
 // queries before init() read the environment; bad environments and backends are ValueErrors.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -71,6 +78,43 @@ TEST(Init, InitTwiceIsANoOpAndVersionIsSet) {
     auto [y, h] = all_reduce(Tensor::ones({1}));
     check_tensor(y, DType::Float32, {1}, [](int64_t) { return 2.0; }, "all_reduce after a second init()");
   });
+}
+
+// is_initialized() answers at once while init() waits for the other ranks: rank
+// 1 joins only after rank 0's is_initialized() said false during its own init()
+// (on another thread), so an is_initialized() that waited for init() would never
+// answer and the job would hang until the harness's deadline.
+TEST(Init, IsInitializedDoesNotWaitForTheRendezvous) {
+  run_ranks(
+      2,
+      [](int rank) {
+        const std::string asked = "/tmp/collie-test-" + std::to_string(getuid()) + "-" +
+                                  std::getenv("COLLIE_JOB_ID") + "-asked";
+        if (rank == 0) {
+          std::thread joining([] { init(); });
+          // Give init() time to take the runtime's lock and wait for rank 1; the
+          // check below holds either way, it only means more once init() is inside.
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          RCHECK(!is_initialized());
+          std::FILE* f = std::fopen(asked.c_str(), "w");
+          RCHECK(f != nullptr);
+          std::fclose(f);
+          joining.join();
+          RCHECK(is_initialized());
+        } else {
+          for (int i = 0; i < 60'000 && ::access(asked.c_str(), F_OK) != 0; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          RCHECK_EQ(::access(asked.c_str(), F_OK), 0)
+              << "rank 0 never got an answer from is_initialized()";
+          std::remove(asked.c_str());
+          init();
+          RCHECK(is_initialized());
+        }
+        barrier();
+        release();
+      },
+      without_init());
 }
 
 TEST(Init, WorldOfOne) {
