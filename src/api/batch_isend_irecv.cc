@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "api/p2p_start.h"
@@ -34,6 +35,9 @@ namespace {
 // messages 180 of its 4,300 instructions).
 template <typename T, size_t N>
 class InlineOrHeap {
+  // The constructor's loop could not undo a throw halfway.
+  static_assert(std::is_nothrow_default_constructible_v<T>);
+
  public:
   explicit InlineOrHeap(size_t n) {
     if (n > N) {
