@@ -76,6 +76,8 @@ class CommHandle:
          [2. 2. 2. 2. 2. 2. 2. 2.]]
     """
 
+    __slots__ = ("_handle", "_exec_sync")  # one per isend/irecv: no __dict__ each
+
     def __init__(self, handle=None, exec_sync=False):
         self._handle = handle
         self._exec_sync = exec_sync
@@ -149,7 +151,11 @@ def _check_op(op, func, value_error):
 
 def _p2p_group(group, func, peer, what):
     """Group of send/recv/isend/irecv, checked as MindSpore's rank cache does: KeyError for
-    a group never created and for a peer (world rank) that is not a member of it."""
+    a group never created and for a peer (world rank) that is not a member of it.
+
+    Called only once the operation has failed (RuntimeError or KeyError): collie checks
+    both before anything starts, and asking for a group's ranks up front cost each call
+    more than a small transfer."""
     group = _group(group, func)
     if not _collie.is_initialized():
         return group  # the operation raises "not initialised"
@@ -161,18 +167,6 @@ def _p2p_group(group, func, peer, what):
     if peer not in ranks:
         raise KeyError(f"For {func}, {what} {peer} is not a member of group {group!r} {ranks} (ranks are world ranks)")
     return group
-
-
-def _p2p_call(func, group, peer, what, call):
-    """Runs a send/recv-family call on `group` (already through _group). When it fails,
-    an unknown group or a peer outside it is reported as MindSpore does (_p2p_group's
-    KeyErrors); collie checks both before anything starts, and asking for a group's
-    ranks up front cost each call more than a small transfer."""
-    try:
-        return call()
-    except (RuntimeError, KeyError):
-        _p2p_group(group, func, peer, what)
-        raise
 
 
 def _shape_of(obj):
@@ -383,10 +377,16 @@ def send(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
     """
     if not _is_tensor(tensor):
         raise TypeError("For send, the input tensor must be tensor")
-    _check_rank_arg(dst, "send", "dst")
-    _check_tag(tag, "send")
+    if dst.__class__ is not int:
+        _check_rank_arg(dst, "send", "dst")
+    if tag.__class__ is not int:
+        _check_tag(tag, "send")
     group = _group(group, "send")
-    _p2p_call("send", group, dst, "dst", lambda: _collie.send(tensor, dst, group, tag))
+    try:
+        _collie.send(tensor, dst, group, tag)
+    except (RuntimeError, KeyError):
+        _p2p_group(group, "send", dst, "dst")
+        raise
 
 
 def recv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
@@ -404,10 +404,16 @@ def recv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
     """
     if not _is_tensor(tensor):
         raise TypeError("For recv, the input tensor must be tensor")
-    _check_rank_arg(src, "recv", "src")
-    _check_tag(tag, "recv")
+    if src.__class__ is not int:
+        _check_rank_arg(src, "recv", "src")
+    if tag.__class__ is not int:
+        _check_tag(tag, "recv")
     group = _group(group, "recv")
-    return _p2p_call("recv", group, src, "src", lambda: _collie.recv(tensor, src, group, tag))
+    try:
+        return _collie.recv(tensor, src, group, tag)
+    except (RuntimeError, KeyError):
+        _p2p_group(group, "recv", src, "src")
+        raise
 
 
 def isend(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
@@ -421,10 +427,16 @@ def isend(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
     """
     if not _is_tensor(tensor):
         raise TypeError("For isend, the input tensor must be tensor")
-    _check_rank_arg(dst, "isend", "dst")
-    _check_tag(tag, "isend")
+    if dst.__class__ is not int:
+        _check_rank_arg(dst, "isend", "dst")
+    if tag.__class__ is not int:
+        _check_tag(tag, "isend")
     group = _group(group, "isend")
-    return CommHandle(_p2p_call("isend", group, dst, "dst", lambda: _collie.isend(tensor, dst, group, tag)))
+    try:
+        return CommHandle(_collie.isend(tensor, dst, group, tag))
+    except (RuntimeError, KeyError):
+        _p2p_group(group, "isend", dst, "dst")
+        raise
 
 
 def irecv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
@@ -440,10 +452,16 @@ def irecv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
     """
     if not _is_tensor(tensor):
         raise IrecvTypeError("For irecv, the input tensor must be tensor")
-    _check_rank_arg(src, "irecv", "src")
-    _check_tag(tag, "irecv")
+    if src.__class__ is not int:
+        _check_rank_arg(src, "irecv", "src")
+    if tag.__class__ is not int:
+        _check_tag(tag, "irecv")
     group = _group(group, "irecv")
-    output, handle = _p2p_call("irecv", group, src, "src", lambda: _collie.irecv(tensor, src, group, tag))
+    try:
+        output, handle = _collie.irecv(tensor, src, group, tag)
+    except (RuntimeError, KeyError):
+        _p2p_group(group, "irecv", src, "src")
+        raise
     return output, CommHandle(handle)
 
 
