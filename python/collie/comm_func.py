@@ -85,17 +85,17 @@ class CommHandle:
     def wait(self):
         """Blocks until the operation has completed; raises its error."""
         if self._handle is not None:
-            self._handle.wait()
+            _collie._handle_wait(self._handle)
 
     def wait_for(self, seconds):
         """Like wait(), but returns False if not complete after `seconds`."""
         if self._handle is None:
             return True
-        return self._handle.wait_for(float(seconds))
+        return _collie._handle_wait_for(self._handle, float(seconds))
 
     def is_completed(self):
         """True once the operation has finished (successfully or not). Never blocks."""
-        return self._handle is None or self._handle.is_completed()
+        return self._handle is None or _collie._handle_is_completed(self._handle)
 
     def __repr__(self):
         state = "completed" if self.is_completed() else "pending"

@@ -22,6 +22,7 @@
 #include "blocking_call.h"
 #include "collie/collie.h"
 #include "convert.h"
+#include "core/small_pool.h"
 
 namespace collie_py {
 
@@ -61,10 +62,39 @@ auto start_or_run(bool async_op, Fn&& fn) {
   return blocking([&] { return fn(false); });
 }
 
+// The C++ handle of an asynchronous operation as comm_func's CommHandle holds it:
+// a capsule, which the _handle_* functions below take. As a pybind11 class
+// instance it cost every isend and irecv a type lookup by name and two updates of
+// pybind11's instance registry.
+constexpr const char* kHandleCapsule = "collie.CommHandle";
+struct HandleBox {
+  CommHandle handle;
+  static void* operator new(size_t n) { return collie::detail::pool_alloc(n); }
+  static void operator delete(void* p, size_t n) { collie::detail::pool_free(p, n); }
+};
+
+py::capsule to_capsule(CommHandle h) {
+  auto* box = new HandleBox{std::move(h)};
+  PyObject* cap = PyCapsule_New(box, kHandleCapsule, [](PyObject* c) {
+    delete static_cast<HandleBox*>(PyCapsule_GetPointer(c, kHandleCapsule));
+  });
+  if (cap == nullptr) {
+    delete box;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(cap);
+}
+
+const CommHandle& from_capsule(py::handle obj) {
+  auto* box = static_cast<HandleBox*>(PyCapsule_GetPointer(obj.ptr(), kHandleCapsule));
+  if (box == nullptr) throw py::error_already_set();  // TypeError/ValueError: not a handle
+  return box->handle;
+}
+
 // The handle of an async op, or None for a completed (synchronous) one.
 py::object handle_or_none(const CommHandle& h, bool async_op) {
   if (!async_op) return py::none();
-  return py::cast(h);
+  return to_capsule(h);
 }
 
 py::tuple result_pair(const std::pair<Tensor, CommHandle>& r, bool async_op) {
@@ -121,13 +151,19 @@ void bind_runtime(py::module_& m) {
 }
 
 void bind_handle(py::module_& m) {
-  py::class_<CommHandle>(m, "_CommHandle", "The C++ handle of an asynchronous operation.")
-      .def("wait", &wait_interruptible,
-           "Blocks (without the GIL; Ctrl-C interrupts) until the operation has completed; raises its error.")
-      .def("wait_for", [](const CommHandle& h, double s) { return nogil([&] { return h.wait_for(s); }); },
-           py::arg("seconds"), "Like wait(), but returns False after `seconds` if not complete.")
-      .def("is_completed", &CommHandle::is_completed)
-      .def("__bool__", [](const CommHandle& h) { return static_cast<bool>(h); });
+  m.def(
+      "_handle_wait", [](py::handle h) { wait_interruptible(from_capsule(h)); },
+      "Blocks (without the GIL; Ctrl-C interrupts) until the operation has completed; raises its "
+      "error.");
+  m.def(
+      "_handle_wait_for",
+      [](py::handle h, double s) {
+        const CommHandle& handle = from_capsule(h);
+        return nogil([&] { return handle.wait_for(s); });
+      },
+      py::arg("handle"), py::arg("seconds"),
+      "Like wait(), but returns False after `seconds` if not complete.");
+  m.def("_handle_is_completed", [](py::handle h) { return from_capsule(h).is_completed(); });
 }
 
 void bind_collectives(py::module_& m) {
@@ -190,7 +226,7 @@ void bind_p2p(py::module_& m) {
   });
   m.def("isend", [](py::handle x, int dst, std::string_view group, int tag) {
     Tensor t = to_tensor(x);
-    return nogil([&] { return collie::isend(t, dst, group, tag); });
+    return to_capsule(nogil([&] { return collie::isend(t, dst, group, tag); }));
   });
   m.def("irecv", [](py::handle x, int src, std::string_view group, int tag) {
     Tensor t = to_tensor(x);
