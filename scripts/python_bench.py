@@ -22,6 +22,7 @@ the run. The calls are what each library's users write:
     broadcast       broadcast(x, 0)                     Bcast(x) on a copy at non-roots
     send_recv       batch_isend_irecv of two P2POps     Isend + Irecv + Waitall
                     (to the next rank, from the previous)
+    isend_irecv     irecv, isend, both handles' wait()  the same as send_recv
 
 collie returns a new array per call (MindSpore's API; large blocks come from a
 cache); the mpi4py side writes into an output array made once per size (and a
@@ -38,7 +39,7 @@ import subprocess
 import sys
 import time
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv", "isend_irecv")
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -96,6 +97,7 @@ def make_calls(lib):
                                        lambda x: x.size // size),
             "broadcast": broadcast,
             "send_recv": send_recv,
+            "isend_irecv": send_recv,
         }
         return rank, size, comm.Barrier, lambda m: comm.gather(m, 0), calls
 
@@ -103,6 +105,12 @@ def make_calls(lib):
     from collie import comm_func as cf
     collie.init()
     rank, size = collie.get_rank(), collie.get_group_size()
+
+    def isend_irecv(x):
+        out, received = cf.irecv(x, (rank - 1) % size)
+        cf.isend(x, (rank + 1) % size).wait()
+        received.wait()
+        return out
 
     def gather_medians(m):
         out, _ = cf.all_gather_into_tensor(np.array([m], np.float64))
@@ -115,6 +123,7 @@ def make_calls(lib):
         "broadcast": lambda x: cf.broadcast(x, 0),
         "send_recv": lambda x: cf.batch_isend_irecv([cf.P2POp("isend", x, (rank + 1) % size),
                                                      cf.P2POp("irecv", x, (rank - 1) % size)])[1],
+        "isend_irecv": isend_irecv,
     }
     return rank, size, cf.barrier, gather_medians, calls
 
@@ -128,7 +137,7 @@ def expected(op, rank, size, count):
         return [float(r + 1) for r in range(size) for _ in range(count)]
     if op == "broadcast":
         return [1.0] * count
-    return [float((rank - 1) % size + 1)] * count  # send_recv: the previous rank's
+    return [float((rank - 1) % size + 1)] * count  # send_recv, isend_irecv: the previous rank's
 
 
 def run_worker(args):
