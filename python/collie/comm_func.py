@@ -149,6 +149,17 @@ def _check_op(op, func, value_error):
         raise value_error(f"For {func}, the input op value must be one of sum, prod, min, max, but got {op!r}")
 
 
+def _p2p_args(func, tensor, peer, what, tag, group, tensor_error=TypeError):
+    """Checks send/recv/isend/irecv's arguments (exact types first); returns the group."""
+    if not _is_tensor(tensor):
+        raise tensor_error(f"For {func}, the input tensor must be tensor")
+    if peer.__class__ is not int:
+        _check_rank_arg(peer, func, what)
+    if tag.__class__ is not int:
+        _check_tag(tag, func)
+    return _group(group, func)
+
+
 def _p2p_group(group, func, peer, what):
     """Group of send/recv/isend/irecv, checked as MindSpore's rank cache does: KeyError for
     a group never created and for a peer (world rank) that is not a member of it.
@@ -375,13 +386,7 @@ def send(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         TypeError: tensor is not a tensor; dst or tag is not an int; group not a str.
         KeyError: the group was never created, or dst is not a member of it.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For send, the input tensor must be tensor")
-    if dst.__class__ is not int:
-        _check_rank_arg(dst, "send", "dst")
-    if tag.__class__ is not int:
-        _check_tag(tag, "send")
-    group = _group(group, "send")
+    group = _p2p_args("send", tensor, dst, "dst", tag, group)
     try:
         _collie.send(tensor, dst, group, tag)
     except (RuntimeError, KeyError):
@@ -402,13 +407,7 @@ def recv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         KeyError: the group was never created, or src is not a member of it.
         CommError: the message has another size or dtype.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For recv, the input tensor must be tensor")
-    if src.__class__ is not int:
-        _check_rank_arg(src, "recv", "src")
-    if tag.__class__ is not int:
-        _check_tag(tag, "recv")
-    group = _group(group, "recv")
+    group = _p2p_args("recv", tensor, src, "src", tag, group)
     try:
         return _collie.recv(tensor, src, group, tag)
     except (RuntimeError, KeyError):
@@ -425,13 +424,7 @@ def isend(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
     Raises:
         as send().
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For isend, the input tensor must be tensor")
-    if dst.__class__ is not int:
-        _check_rank_arg(dst, "isend", "dst")
-    if tag.__class__ is not int:
-        _check_tag(tag, "isend")
-    group = _group(group, "isend")
+    group = _p2p_args("isend", tensor, dst, "dst", tag, group)
     try:
         return CommHandle(_collie.isend(tensor, dst, group, tag))
     except (RuntimeError, KeyError):
@@ -450,13 +443,7 @@ def irecv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         TypeError: src or tag is not an int; group not a str.
         KeyError: the group was never created, or src is not a member of it.
     """
-    if not _is_tensor(tensor):
-        raise IrecvTypeError("For irecv, the input tensor must be tensor")
-    if src.__class__ is not int:
-        _check_rank_arg(src, "irecv", "src")
-    if tag.__class__ is not int:
-        _check_tag(tag, "irecv")
-    group = _group(group, "irecv")
+    group = _p2p_args("irecv", tensor, src, "src", tag, group, IrecvTypeError)
     try:
         output, handle = _collie.irecv(tensor, src, group, tag)
     except (RuntimeError, KeyError):
