@@ -458,7 +458,7 @@ def _op_name(op):
     return getattr(op, "__name__", None)
 
 
-class P2POp:
+class P2POp(_collie._P2POpBase):
     """One point-to-point operation for batch_isend_irecv.
 
     Args:
@@ -483,15 +483,18 @@ class P2POp:
         >>> recv_op = comm.comm_func.P2POp('irecv', (), 0, recv_dtype=np.float32)
     """
 
-    # Attributes stay plain and writable, as MindSpore's (batch_isend_irecv checks
-    # them again); __slots__ only spares every op a __dict__.
-    __slots__ = ("op", "tensor", "peer", "group", "tag", "recv_dtype")
+    # The attributes (op, tensor, peer, group, tag, recv_dtype) live in the C base,
+    # plain and writable as MindSpore's (batch_isend_irecv checks them again). Its
+    # __init__(op, tensor, peer, group=None, tag=0, *, recv_dtype=None) takes the
+    # common arguments (a str op, a numpy array or a shape tuple, int peer and tag)
+    # at once and calls _check_args for the others (python/src/p2p_op.cc): the
+    # Python __init__ of the two ops of an exchange cost as much as the exchange.
+    __slots__ = ()
 
-    def __init__(self, op, tensor, peer, group=None, tag=0, *, recv_dtype=None):
-        # The common arguments (a str op, a numpy array, int peer and tag) are
-        # recognised by their exact type first: a Python-level helper call per check
-        # made building the two ops of an exchange cost as much as the exchange.
-        if op.__class__ is str:
+    @staticmethod
+    def _check_args(op, tensor, peer, tag, recv_dtype):
+        """P2POp()'s checks, in MindSpore's order and words (raises on a bad argument)."""
+        if isinstance(op, str):
             name = op
         elif callable(op):
             name = _op_name(op)
@@ -499,20 +502,14 @@ class P2POp:
             raise TypeError(f"op must be type of string or function, but got type of {type(op)}")
         if name != "isend" and name != "irecv":
             raise ValueError(f"Expected ``op`` to be of type ``isend`` or ``irecv``, but got {name}")
-        if not (tensor.__class__ is _ndarray or isinstance(tensor, tuple) or _is_tensor(tensor)):
+        if not (isinstance(tensor, tuple) or _is_tensor(tensor)):
             raise TypeError(f"Expected ``tensor`` to be type of tuple or Tensor, but got {type(tensor)}.")
-        if peer.__class__ is not int and not isinstance(peer, int):
+        if not isinstance(peer, int):
             raise TypeError(f"peer must be type of int, but got type of {type(peer)}")
         if recv_dtype is not None and not _is_dtype(recv_dtype):
             raise TypeError(f"recv_dtype must be type of mindspore dtype, but got type of {type(recv_dtype)}")
-        if tag.__class__ is not int and not isinstance(tag, int):
+        if not isinstance(tag, int):
             raise TypeError(f"tag must be type of int, but got type of {type(tag)}")
-        self.op = op
-        self.tensor = tensor
-        self.peer = peer
-        self.group = group
-        self.tag = tag
-        self.recv_dtype = recv_dtype
 
     def __repr__(self):
         shape = self.tensor if isinstance(self.tensor, tuple) else _shape_of(self.tensor)
@@ -534,6 +531,16 @@ def batch_isend_irecv(p2p_op_list):
         ValueError: an irecv by shape without recv_dtype.
         RuntimeError: a peer is not a member of its op's group.
     """
+    # A list of P2POps with the common attributes (a str op, numpy arrays, int
+    # peer and tag, a str group or None) runs in C (python/src/p2p_op.cc); the
+    # rest, and every error, takes the checks below.
+    try:
+        out = _collie._batch_p2p_ops(p2p_op_list, P2POp)
+    except KeyError:
+        _raise_missing_peer((op.group, op.peer) for op in p2p_op_list)
+        raise
+    if out is not NotImplemented:
+        return out
     if not isinstance(p2p_op_list, list):
         raise TypeError(f"p2p_op_list must be type of list, but got type of {type(p2p_op_list)}.")
     if not p2p_op_list:
@@ -577,14 +584,19 @@ def batch_isend_irecv(p2p_op_list):
     try:
         return _collie.batch_isend_irecv(ops)
     except KeyError:
-        # collie checks every peer before anything starts, with its own KeyError;
-        # MindSpore's C++ rank converter raises this RuntimeError. Looked up only
-        # now: asking for a group's ranks costs more than the exchange itself.
-        for op in ops:
-            group, peer = op[5], op[4]
-            if peer not in _collie.get_process_group_ranks(group):
-                raise RuntimeError(f"Group {group} doesn't contain the global rank {peer}") from None
+        _raise_missing_peer((op[5], op[4]) for op in ops)
         raise
+
+
+def _raise_missing_peer(groups_and_peers):
+    """batch_isend_irecv's KeyError as MindSpore's: collie checks every peer before
+    anything starts, with its own KeyError; MindSpore's C++ rank converter raises
+    this RuntimeError. Looked up only after a KeyError: asking for a group's ranks
+    costs more than the exchange itself."""
+    for group, peer in groups_and_peers:
+        group = GlobalComm.WORLD_COMM_GROUP if group is None else _get_group(group)
+        if peer not in _collie.get_process_group_ranks(group):
+            raise RuntimeError(f"Group {group} doesn't contain the global rank {peer}") from None
 
 
 def all_to_all_with_output_shape(output_shape_list, input_tensor_list, group=None, async_op=False):

@@ -213,22 +213,30 @@ void bind_collectives(py::module_& m) {
 }
 
 void bind_p2p(py::module_& m) {
-  m.def("send", [](py::handle x, int dst, std::string_view group, int tag) {
+  m.def("send", [](py::handle x, py::int_ dst_arg, std::string_view group, py::int_ tag_value) {
+    const int dst = rank_arg(dst_arg, "send", "dst");
+    const int tag = tag_arg(tag_value, "send");
     Tensor t = to_tensor(x);
     blocking([&] {
       collie::send(t, dst, group, tag);
       return 0;
     });
   });
-  m.def("recv", [](py::handle x, int src, std::string_view group, int tag) {
+  m.def("recv", [](py::handle x, py::int_ src_arg, std::string_view group, py::int_ tag_value) {
+    const int src = rank_arg(src_arg, "recv", "src");
+    const int tag = tag_arg(tag_value, "recv");
     Tensor t = to_tensor(x);
     return to_python(blocking([&] { return collie::recv(t, src, group, tag); }));
   });
-  m.def("isend", [](py::handle x, int dst, std::string_view group, int tag) {
+  m.def("isend", [](py::handle x, py::int_ dst_arg, std::string_view group, py::int_ tag_value) {
+    const int dst = rank_arg(dst_arg, "isend", "dst");
+    const int tag = tag_arg(tag_value, "isend");
     Tensor t = to_tensor(x);
     return to_capsule(nogil([&] { return collie::isend(t, dst, group, tag); }));
   });
-  m.def("irecv", [](py::handle x, int src, std::string_view group, int tag) {
+  m.def("irecv", [](py::handle x, py::int_ src_arg, std::string_view group, py::int_ tag_value) {
+    const int src = rank_arg(src_arg, "irecv", "src");
+    const int tag = tag_arg(tag_value, "irecv");
     Tensor t = to_tensor(x);
     auto r = nogil([&] { return collie::irecv(t, src, group, tag); });
     return result_pair(r, true);
@@ -241,9 +249,9 @@ void bind_p2p(py::module_& m) {
       auto op = item.cast<py::tuple>();
       // Views on the Python strings (which the tuple keeps alive): no copies.
       const auto kind = op[0].cast<std::string_view>();
-      const int peer = op[4].cast<int>();
+      const int peer = rank_arg(op[4], "batch_isend_irecv", "peer");
       const auto group = op[5].cast<std::string_view>();
-      const int tag = op[6].cast<int>();
+      const int tag = tag_arg(op[6], "batch_isend_irecv");
       if (!op[1].is_none()) {
         list.emplace_back(kind, to_tensor(op[1]), peer, group, tag);
       } else {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <bit>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -389,6 +390,37 @@ Tensor to_tensor(py::handle obj, Access access, const char* what) {
   }
   throw collie::TypeError(std::string("The ") + what + " must be a tensor (a numpy array, or an object with "
                           "__dlpack__ or the buffer protocol), but got " + py_type_name(obj));
+}
+
+namespace {
+// value as an int, or false when it is beyond int's range (or not an int).
+bool fits_int(py::handle value, int* out) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (overflow != 0 || v < INT_MIN || v > INT_MAX) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+}  // namespace
+
+int rank_arg(py::handle value, const char* op, const char* what) {
+  int rank = 0;
+  if (!fits_int(value, &rank)) {
+    throw collie::KeyError(std::string("For ") + op + ", " + what + " " +
+                           py::str(value).cast<std::string>() +
+                           " is not a member of any group (ranks are world ranks)");
+  }
+  return rank;
+}
+
+int tag_arg(py::handle value, const char* op) {
+  int tag = 0;
+  if (!fits_int(value, &tag)) {
+    throw collie::ValueError(std::string("For ") + op + ", the tag must fit in 32 bits, but got " +
+                             py::str(value).cast<std::string>());
+  }
+  return tag;
 }
 
 py::dtype numpy_dtype(DType dtype) {

@@ -54,6 +54,12 @@ collie::DType to_dtype(py::handle obj);
 // The numpy dtype of a DType (bfloat16: ml_dtypes' when available, else a TypeError).
 py::dtype numpy_dtype(collie::DType dtype);
 
+// A world rank or a tag from a Python int (unbounded), for collie's int. A rank
+// outside int's range is nobody's: collie::KeyError (comm_func turns it into
+// MindSpore's "not a member" error, as for any other stranger); a tag outside
+// it, collie::ValueError. `op` and `what` name the call and argument.
+int rank_arg(py::handle value, const char* op, const char* what);
+int tag_arg(py::handle value, const char* op);
 // Registers collie.Tensor (the C++ Tensor: shape, dtype, numpy(), __dlpack__, ...).
 void bind_tensor(py::module_& m);
 

@@ -411,6 +411,76 @@ def test_results_in_a_world_of_one(world):
     assert res[2].tolist() == [9]
 
 
+def test_batch_of_common_ops_and_of_others_agree(world):
+    # The same exchange through the C path (plain P2POps: a str op, numpy arrays,
+    # int peer and tag) and through the Python checks (a subclass, a function as
+    # op, a group by name, a shape tuple): the same values either way.
+    class MyOp(cf.P2POp):
+        __slots__ = ()
+
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    plain = cf.batch_isend_irecv([cf.P2POp("isend", x, 0, tag=3), cf.P2POp("irecv", x, 0, None, 3)])
+    other = cf.batch_isend_irecv([MyOp(cf.isend, x, 0, collie.HCCL_WORLD_COMM_GROUP, 3),
+                                  cf.P2POp("irecv", (2, 3), 0, tag=3, recv_dtype=np.int32)])
+    for res in (plain, other):
+        assert isinstance(res, tuple) and len(res) == 2
+        assert res[0].shape == () and res[0].dtype == np.float32 and float(res[0]) == 0.0
+        assert res[1].dtype == np.int32 and res[1].tolist() == x.tolist()
+
+
+def test_p2p_op_attributes_are_plain_and_checked_again(world):
+    op = cf.P2POp("isend", X, 0)
+    assert (op.op, op.tensor is X, op.peer, op.group, op.tag, op.recv_dtype) == ("isend", True, 0, None, 0, None)
+    assert isinstance(op, cf.P2POp) and not hasattr(op, "__dict__")
+    op.tag = 7  # written after construction: batch_isend_irecv reads the new value
+    recv = cf.P2POp("irecv", np.zeros_like(X), 0, tag=7)
+    assert cf.batch_isend_irecv([op, recv])[1].tolist() == X.tolist()
+    op.tag = "a"
+    with pytest.raises(TypeError, match="tag"):
+        cf.batch_isend_irecv([op])
+    op.tag, op.peer = 0, 3
+    with pytest.raises(RuntimeError, match="doesn't contain the global rank 3"):
+        cf.batch_isend_irecv([op])
+    for peer in (2**40, -2**70):  # beyond collie's int (and beyond 64 bits): nobody's
+        op.peer = peer
+        with pytest.raises(RuntimeError, match=f"doesn't contain the global rank {peer}"):
+            cf.batch_isend_irecv([op])
+    op.peer, op.tag = 0, 2**31
+    with pytest.raises(ValueError, match="tag must fit in 32 bits, but got 2147483648"):
+        cf.batch_isend_irecv([op])
+    op.tag = 0
+    op.peer, op.op = 0, "send"
+    with pytest.raises(TypeError, match="isend or irecv"):
+        cf.batch_isend_irecv([op])
+    del op.op
+    with pytest.raises(AttributeError):
+        cf.batch_isend_irecv([op])
+    with pytest.raises(TypeError, match="must be type of P2POp"):
+        cf.batch_isend_irecv([cf.P2POp("isend", X, 0), object()])
+
+
+@pytest.mark.parametrize("func", [cf.send, cf.recv, cf.isend, cf.irecv])
+def test_p2p_ranks_and_tags_beyond_32_bits(world, func):
+    what = "dst" if func in (cf.send, cf.isend) else "src"
+    with pytest.raises(KeyError, match=f"{what} {2**40} is not a member of group"):
+        func(X, 2**40)
+    with pytest.raises(ValueError, match="tag must fit in 32 bits"):
+        func(X, 0, tag=-2**31 - 1)
+
+
+def test_p2p_op_in_a_reference_cycle_is_collected(world):
+    class Holder:
+        pass
+
+    holder = Holder()
+    op = cf.P2POp("isend", X, 0, group=holder)
+    holder.op = op
+    gone = weakref.ref(holder)
+    del op, holder
+    gc.collect()
+    assert gone() is None
+
+
 def test_shared_arrays_in_a_world_of_one(world):
     x = collie.empty_shared([4, 5000], np.float64)
     x[...] = np.arange(20000.0).reshape(4, 5000)
