@@ -121,7 +121,10 @@ class ShmEngine final : public ProgressDriver {
   // Runs an asynchronous operation's first pass (`start`) in its caller when the
   // progress lock is free; false (nothing done) when it is not.
   template <typename Start>
-  bool try_start_async(const Work& work, Start start);
+  // wake_thread: whether an operation still in flight after its first pass needs
+  // the progress thread woken (not when a peer's ring will wake it: see
+  // submit_recv).
+  bool try_start_async(const Work& work, Start start, bool wake_thread = true);
   template <typename Start>
   void start_blocking_transfer(Start start, uint64_t bytes);
   // Counts the calling thread among drivers_ while it lives (drive(), and the
