@@ -60,53 +60,12 @@ __all__ = [
 ]
 
 
-class CommHandle:
-    """The handle of an asynchronous operation (``async_op=True``, isend, irecv).
-
-    ``wait()`` blocks until the operation has completed and raises its error
-    (CommError, TimeoutError, ...), every time it is called; it releases the GIL while
-    it waits. A handle made without a C++ handle (``CommHandle()``) is already
-    complete. Unlike MindSpore's stream-level wait, collie's wait is host-blocking.
-
-    Example:
-        >>> output, handle = comm.comm_func.all_reduce(np.ones([2, 8], np.float32), async_op=True)
-        >>> handle.wait()
-        >>> print(output)
-        [[2. 2. 2. 2. 2. 2. 2. 2.]
-         [2. 2. 2. 2. 2. 2. 2. 2.]]
-    """
-
-    __slots__ = ("_handle", "_exec_sync")  # one per isend/irecv: no __dict__ each
-
-    def __init__(self, handle=None, exec_sync=False):
-        self._handle = handle
-        self._exec_sync = exec_sync
-
-    def wait(self):
-        """Blocks until the operation has completed; raises its error."""
-        if self._handle is not None:
-            _collie._handle_wait(self._handle)
-
-    def wait_for(self, seconds):
-        """Like wait(), but returns False if not complete after `seconds`."""
-        if self._handle is None:
-            return True
-        return _collie._handle_wait_for(self._handle, float(seconds))
-
-    def is_completed(self):
-        """True once the operation has finished (successfully or not). Never blocks."""
-        return self._handle is None or _collie._handle_is_completed(self._handle)
-
-    def __repr__(self):
-        state = "completed" if self.is_completed() else "pending"
-        return f"<collie CommHandle {state}>"
-
+# The handle of an asynchronous operation: a C type of the extension, which the
+# bindings return directly (python/src/comm_handle.cc). Its docstring, as
+# MindSpore's, is help(CommHandle).
+CommHandle = _collie.CommHandle
 
 default_handle = CommHandle()
-
-
-def _handle(h):
-    return None if h is None else CommHandle(h)
 
 
 _ndarray = _np.ndarray
@@ -150,7 +109,11 @@ def _check_op(op, func, value_error):
 
 
 def _p2p_args(func, tensor, peer, what, tag, group, tensor_error=TypeError):
-    """Checks send/recv/isend/irecv's arguments (exact types first); returns the group."""
+    """Checks send/recv/isend/irecv's arguments; returns the group.
+
+    Called when the binding declined the call (NotImplemented): its arguments are
+    not the common types (a numpy array, int peer and tag, a str group), which it
+    takes without these checks (python/src/p2p_calls.cc)."""
     if not _is_tensor(tensor):
         raise tensor_error(f"For {func}, the input tensor must be tensor")
     if peer.__class__ is not int:
@@ -233,7 +196,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP, async
         raise TypeError("For all_reduce, the input op value must be one of sum, prod, min, max")
     group = _group(group, "all_reduce")
     output, handle = _collie.all_reduce(tensor, op, group, bool(async_op))
-    return output, _handle(handle)
+    return output, handle
 
 
 def all_gather_into_tensor(tensor, group=GlobalComm.WORLD_COMM_GROUP, async_op=False):
@@ -254,7 +217,7 @@ def all_gather_into_tensor(tensor, group=GlobalComm.WORLD_COMM_GROUP, async_op=F
     if shape and shape[0] < 1:
         raise ValueError(f"For all_gather_into_tensor, the input_shape[0] must be at least 1, but got shape {shape}")
     output, handle = _collie.all_gather_into_tensor(tensor, group, bool(async_op))
-    return output, _handle(handle)
+    return output, handle
 
 
 def reduce_scatter_tensor(tensor, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP, async_op=False):
@@ -274,7 +237,7 @@ def reduce_scatter_tensor(tensor, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_G
     _check_op(op, "reduce_scatter_tensor", ReduceOpValueError)
     group = _group(group, "reduce_scatter_tensor")
     output, handle = _collie.reduce_scatter_tensor(tensor, op, group, bool(async_op))
-    return output, _handle(handle)
+    return output, handle
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP):
@@ -386,9 +349,10 @@ def send(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         TypeError: tensor is not a tensor; dst or tag is not an int; group not a str.
         KeyError: the group was never created, or dst is not a member of it.
     """
-    group = _p2p_args("send", tensor, dst, "dst", tag, group)
     try:
-        _collie.send(tensor, dst, group, tag)
+        if _collie.send(tensor, dst, group, tag) is NotImplemented:
+            group = _p2p_args("send", tensor, dst, "dst", tag, group)
+            _collie.send(tensor, dst, group, tag, True)
     except (RuntimeError, KeyError):
         _p2p_group(group, "send", dst, "dst")
         raise
@@ -407,9 +371,12 @@ def recv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         KeyError: the group was never created, or src is not a member of it.
         CommError: the message has another size or dtype.
     """
-    group = _p2p_args("recv", tensor, src, "src", tag, group)
     try:
-        return _collie.recv(tensor, src, group, tag)
+        output = _collie.recv(tensor, src, group, tag)
+        if output is NotImplemented:
+            group = _p2p_args("recv", tensor, src, "src", tag, group)
+            output = _collie.recv(tensor, src, group, tag, True)
+        return output
     except (RuntimeError, KeyError):
         _p2p_group(group, "recv", src, "src")
         raise
@@ -424,9 +391,12 @@ def isend(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
     Raises:
         as send().
     """
-    group = _p2p_args("isend", tensor, dst, "dst", tag, group)
     try:
-        return CommHandle(_collie.isend(tensor, dst, group, tag))
+        handle = _collie.isend(tensor, dst, group, tag)
+        if handle is NotImplemented:
+            group = _p2p_args("isend", tensor, dst, "dst", tag, group)
+            handle = _collie.isend(tensor, dst, group, tag, True)
+        return handle
     except (RuntimeError, KeyError):
         _p2p_group(group, "isend", dst, "dst")
         raise
@@ -443,13 +413,15 @@ def irecv(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP, tag=0):
         TypeError: src or tag is not an int; group not a str.
         KeyError: the group was never created, or src is not a member of it.
     """
-    group = _p2p_args("irecv", tensor, src, "src", tag, group, IrecvTypeError)
     try:
-        output, handle = _collie.irecv(tensor, src, group, tag)
+        result = _collie.irecv(tensor, src, group, tag)
+        if result is NotImplemented:
+            group = _p2p_args("irecv", tensor, src, "src", tag, group, IrecvTypeError)
+            result = _collie.irecv(tensor, src, group, tag, True)
+        return result
     except (RuntimeError, KeyError):
         _p2p_group(group, "irecv", src, "src")
         raise
-    return output, CommHandle(handle)
 
 
 def _op_name(op):
@@ -637,8 +609,7 @@ def all_to_all_with_output_shape(output_shape_list, input_tensor_list, group=Non
         if d != dtypes[0]:
             raise TypeError(f"all_to_all input dtype must be the same, but got {dtypes[0]} and {d}.")
     group = _optional_group(group, "all_to_all_with_output_shape")
-    outputs, handle = _collie.all_to_all_with_output_shape(shapes, list(input_tensor_list), group, bool(async_op))
-    return outputs, _handle(handle)
+    return _collie.all_to_all_with_output_shape(shapes, list(input_tensor_list), group, bool(async_op))
 
 
 def all_to_all_single_with_output_shape(output_shape, tensor, output_split_sizes=None,
@@ -675,7 +646,7 @@ def all_to_all_single_with_output_shape(output_shape, tensor, output_split_sizes
     group = _optional_group(group, "all_to_all_single_with_output_shape")
     output, handle = _collie.all_to_all_single_with_output_shape(shape, tensor, out_splits, in_splits, group,
                                                                  bool(async_op))
-    return output, _handle(handle)
+    return output, handle
 
 
 def all_to_all_v_c(output, input, send_count_matrix, group=None, async_op=False):  # noqa: A002 - MindSpore's name
@@ -710,4 +681,4 @@ def all_to_all_v_c(output, input, send_count_matrix, group=None, async_op=False)
         raise TypeError(f"send_count_matrix must be list, but got {type(send_count_matrix)}")
     if not all(isinstance(v, int) for v in send_count_matrix):
         raise TypeError("send_count_matrix elements must be of type int")
-    return _handle(_collie.all_to_all_v_c(output, input, send_count_matrix, group, async_op))
+    return _collie.all_to_all_v_c(output, input, send_count_matrix, group, async_op)

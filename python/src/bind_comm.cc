@@ -21,8 +21,8 @@
 
 #include "blocking_call.h"
 #include "collie/collie.h"
+#include "comm_handle.h"
 #include "convert.h"
-#include "core/small_pool.h"
 
 namespace collie_py {
 
@@ -39,62 +39,12 @@ auto nogil(Fn&& fn) {
   return fn();
 }
 
-// Waits for h without the GIL, in slices, so that Ctrl-C (a signal handler raising
-// KeyboardInterrupt) interrupts a wait for a peer that is not coming. Rethrows the
-// operation's error.
-void wait_interruptible(const CommHandle& h) {
-  for (;;) {
-    bool done = false;
-    {
-      py::gil_scoped_release release;
-      done = h.wait_for(0.05);
-    }
-    if (done) return;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  }
-}
-
 // Starts an operation asynchronously with async_op (fn(true) -> (result, handle)),
 // else runs it as the blocking call it is (fn(false)), interruptibly.
 template <typename Fn>
 auto start_or_run(bool async_op, Fn&& fn) {
   if (async_op) return nogil([&] { return fn(true); });
   return blocking([&] { return fn(false); });
-}
-
-// The C++ handle of an asynchronous operation as comm_func's CommHandle holds it:
-// a capsule, which the _handle_* functions below take. As a pybind11 class
-// instance it cost every isend and irecv a type lookup by name and two updates of
-// pybind11's instance registry.
-constexpr const char* kHandleCapsule = "collie.CommHandle";
-struct HandleBox {
-  CommHandle handle;
-  static void* operator new(size_t n) { return collie::detail::pool_alloc(n); }
-  static void operator delete(void* p, size_t n) { collie::detail::pool_free(p, n); }
-};
-
-py::capsule to_capsule(CommHandle h) {
-  auto* box = new HandleBox{std::move(h)};
-  PyObject* cap = PyCapsule_New(box, kHandleCapsule, [](PyObject* c) {
-    delete static_cast<HandleBox*>(PyCapsule_GetPointer(c, kHandleCapsule));
-  });
-  if (cap == nullptr) {
-    delete box;
-    throw py::error_already_set();
-  }
-  return py::reinterpret_steal<py::capsule>(cap);
-}
-
-const CommHandle& from_capsule(py::handle obj) {
-  auto* box = static_cast<HandleBox*>(PyCapsule_GetPointer(obj.ptr(), kHandleCapsule));
-  if (box == nullptr) throw py::error_already_set();  // TypeError/ValueError: not a handle
-  return box->handle;
-}
-
-// The handle of an async op, or None for a completed (synchronous) one.
-py::object handle_or_none(const CommHandle& h, bool async_op) {
-  if (!async_op) return py::none();
-  return to_capsule(h);
 }
 
 py::tuple result_pair(const std::pair<Tensor, CommHandle>& r, bool async_op) {
@@ -150,22 +100,6 @@ void bind_runtime(py::module_& m) {
         py::arg("group"));
 }
 
-void bind_handle(py::module_& m) {
-  m.def(
-      "_handle_wait", [](py::handle h) { wait_interruptible(from_capsule(h)); },
-      "Blocks (without the GIL; Ctrl-C interrupts) until the operation has completed; raises its "
-      "error.");
-  m.def(
-      "_handle_wait_for",
-      [](py::handle h, double s) {
-        const CommHandle& handle = from_capsule(h);
-        return nogil([&] { return handle.wait_for(s); });
-      },
-      py::arg("handle"), py::arg("seconds"),
-      "Like wait(), but returns False after `seconds` if not complete.");
-  m.def("_handle_is_completed", [](py::handle h) { return from_capsule(h).is_completed(); });
-}
-
 void bind_collectives(py::module_& m) {
   m.def("all_reduce", [](py::handle x, std::string_view op, std::string_view group, bool async_op) {
     Tensor t = to_tensor(x);
@@ -212,35 +146,7 @@ void bind_collectives(py::module_& m) {
   });
 }
 
-void bind_p2p(py::module_& m) {
-  m.def("send", [](py::handle x, py::int_ dst_arg, std::string_view group, py::int_ tag_value) {
-    const int dst = rank_arg(dst_arg, "send", "dst");
-    const int tag = tag_arg(tag_value, "send");
-    Tensor t = to_tensor(x);
-    blocking([&] {
-      collie::send(t, dst, group, tag);
-      return 0;
-    });
-  });
-  m.def("recv", [](py::handle x, py::int_ src_arg, std::string_view group, py::int_ tag_value) {
-    const int src = rank_arg(src_arg, "recv", "src");
-    const int tag = tag_arg(tag_value, "recv");
-    Tensor t = to_tensor(x);
-    return to_python(blocking([&] { return collie::recv(t, src, group, tag); }));
-  });
-  m.def("isend", [](py::handle x, py::int_ dst_arg, std::string_view group, py::int_ tag_value) {
-    const int dst = rank_arg(dst_arg, "isend", "dst");
-    const int tag = tag_arg(tag_value, "isend");
-    Tensor t = to_tensor(x);
-    return to_capsule(nogil([&] { return collie::isend(t, dst, group, tag); }));
-  });
-  m.def("irecv", [](py::handle x, py::int_ src_arg, std::string_view group, py::int_ tag_value) {
-    const int src = rank_arg(src_arg, "irecv", "src");
-    const int tag = tag_arg(tag_value, "irecv");
-    Tensor t = to_tensor(x);
-    auto r = nogil([&] { return collie::irecv(t, src, group, tag); });
-    return result_pair(r, true);
-  });
+void bind_batch(py::module_& m) {
   // ops: (op, tensor or None, shape or None, dtype or None, peer, group, tag) per P2POp.
   m.def("batch_isend_irecv", [](const py::list& ops) {
     std::vector<collie::P2POp> list;
@@ -295,7 +201,12 @@ void bind_all_to_all(py::module_& m) {
           Tensor out = to_tensor(output, Access::Write, "output");
           Tensor in = to_tensor(input, Access::Read, "input");
           CommHandle h = nogil([&] { return collie::all_to_all_v_c(out, in, matrix, group, true); });
-          if (!async_op) wait_interruptible(h);
+          if (!async_op) {
+            blocking([&] {
+              h.wait();
+              return 0;
+            });
+          }
           return handle_or_none(h, async_op);
         });
 }
@@ -316,9 +227,8 @@ void bind_shared(py::module_& m) {
 void bind_comm(py::module_& m) {
   bind_runtime(m);
   bind_shared(m);
-  bind_handle(m);
   bind_collectives(m);
-  bind_p2p(m);
+  bind_batch(m);
   bind_all_to_all(m);
 }
 

@@ -356,6 +356,10 @@ py::object tensor_to_array(const Tensor& t, py::object dtype) {
 
 void mark_finalizing() { g_finalizing.store(true); }
 
+bool is_exact_ndarray(PyObject* obj) {
+  return Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(py::detail::npy_api::get().PyArray_Type_);
+}
+
 bool is_tensor_like(py::handle obj) {
   if (py::isinstance<py::array>(obj) || py::isinstance<Tensor>(obj)) return true;
   if (PyType_Check(obj.ptr())) return false;  // numpy.ndarray itself has a __dlpack__ attribute

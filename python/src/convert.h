@@ -37,6 +37,9 @@ enum class Access {
   Write,  // written in place: must be a writeable, contiguous view (ValueError otherwise)
 };
 
+// True for numpy.ndarray itself (not a subclass): the common input, which the
+// fast paths of p2p_op.cc and p2p_calls.cc take without further checks.
+bool is_exact_ndarray(PyObject* obj);
 // True for the objects to_tensor accepts (never raises).
 bool is_tensor_like(py::handle obj);
 

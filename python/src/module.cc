@@ -14,6 +14,8 @@ namespace collie_py {
 void bind_comm(py::module_& m);
 void bind_autograd(py::module_& m);
 void bind_p2p_op(py::module_& m);
+void bind_comm_handle(py::module_& m);
+void bind_p2p_calls(py::module_& m);
 }  // namespace collie_py
 
 namespace py = pybind11;
@@ -28,9 +30,11 @@ PYBIND11_MODULE(_collie, m) {
   });
 
   collie_py::bind_tensor(m);
+  collie_py::bind_comm_handle(m);
   collie_py::bind_comm(m);
   collie_py::bind_autograd(m);
   collie_py::bind_p2p_op(m);
+  collie_py::bind_p2p_calls(m);
 
   m.def("_mark_finalizing", &collie_py::mark_finalizing,
         "Called at interpreter exit: references held by collie are leaked from then on.");

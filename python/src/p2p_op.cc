@@ -66,10 +66,6 @@ void p2p_op_dealloc(PyObject* self) {
   Py_DECREF(type);
 }
 
-bool is_ndarray(PyObject* obj) {
-  return Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(py::detail::npy_api::get().PyArray_Type_);
-}
-
 // "isend" -> ISEND, "irecv" -> IRECV; false for anything else (not an exact str,
 // another value). Literals in Python code are interned: the identity test
 // usually answers.
@@ -115,7 +111,8 @@ int p2p_op_init(PyObject* self_obj, PyObject* args, PyObject* kwargs) {
   if (tag == nullptr) tag = zero;
 
   collie::P2POp::Kind kind;
-  const bool common = op_kind(op, &kind) && (is_ndarray(tensor) || PyTuple_CheckExact(tensor)) &&
+  const bool common = op_kind(op, &kind) &&
+                      (is_exact_ndarray(tensor) || PyTuple_CheckExact(tensor)) &&
                       PyLong_CheckExact(peer) && PyLong_CheckExact(tag) && recv_dtype == Py_None;
   if (!common) {  // the Python checks raise MindSpore's errors
     PyObject* ok =
@@ -167,7 +164,7 @@ bool common_op(PyObject* item, std::vector<collie::P2POp>* ops) {
   auto* p = reinterpret_cast<P2POpObject*>(item);
   collie::P2POp::Kind kind;
   if (p->op == nullptr || !op_kind(p->op, &kind)) return false;
-  if (p->tensor == nullptr || !is_ndarray(p->tensor)) return false;
+  if (p->tensor == nullptr || !is_exact_ndarray(p->tensor)) return false;
   if (p->peer == nullptr || !PyLong_CheckExact(p->peer)) return false;
   if (p->tag == nullptr || !PyLong_CheckExact(p->tag)) return false;
   if (p->group == nullptr || (p->group != Py_None && !PyUnicode_CheckExact(p->group))) return false;

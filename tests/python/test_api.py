@@ -509,6 +509,22 @@ def test_async_returns_handles(world):
     empty = cf.CommHandle()
     empty.wait()
     assert empty.is_completed() and cf.default_handle.is_completed()
+    assert repr(empty) == "<collie CommHandle completed>" and empty.wait_for(0) is True
+
+
+def test_comm_handle_of_a_pending_receive(world):
+    out, h = cf.irecv(np.zeros(3, np.float32), 0, tag=5)
+    assert isinstance(h, cf.CommHandle) and cf.CommHandle.__module__ == "collie.comm_func"
+    assert not h.is_completed() and repr(h) == "<collie CommHandle pending>"
+    assert h.wait_for(0.01) is False and h.wait_for(0) is False  # an int is a number of seconds
+    same = cf.CommHandle(h, exec_sync=True)  # MindSpore's signature: the same operation
+    cf.send(np.arange(3, dtype=np.float32), 0, tag=5)
+    same.wait()
+    assert h.is_completed() and h.wait_for(1) is True and out.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(TypeError, match="CommHandle's handle must be a CommHandle or None"):
+        cf.CommHandle(5)
+    with pytest.raises(TypeError):
+        h.wait_for("soon")
 
 
 def test_all_dtypes(world):
