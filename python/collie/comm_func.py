@@ -68,6 +68,14 @@ CommHandle = _collie.CommHandle
 default_handle = CommHandle()
 
 
+# The hot calls (all_reduce, all_gather_into_tensor, reduce_scatter_tensor,
+# broadcast, reduce, send, recv, isend, irecv, batch_isend_irecv) go to _collie
+# first with their arguments as given: it takes the common types (numpy.ndarray
+# itself, int ranks and tags, a str group and op, a bool async_op) at once and
+# returns NotImplemented for anything else, having done nothing. Only then do the
+# checks here run, raising MindSpore's errors, before the call is made again with
+# checked=True (python/src/fast_call.h). The checks in Python cost a small call
+# about as much as the C++ operation.
 _ndarray = _np.ndarray
 
 
@@ -188,15 +196,17 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP, async
             str or not one of sum, prod, min, max; group is not a str.
         RuntimeError: not initialised, unknown group, this rank not in it.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For all_reduce, the input tensor must be tensor")
-    if not isinstance(op, str):
-        raise TypeError("For all_reduce, the input op type must be str")
-    if op not in REDUCE_OPS:
-        raise TypeError("For all_reduce, the input op value must be one of sum, prod, min, max")
-    group = _group(group, "all_reduce")
-    output, handle = _collie.all_reduce(tensor, op, group, bool(async_op))
-    return output, handle
+    result = _collie.all_reduce(tensor, op, group, async_op)
+    if result is NotImplemented:  # not the common argument types: check them (see _ndarray)
+        if not _is_tensor(tensor):
+            raise TypeError("For all_reduce, the input tensor must be tensor")
+        if not isinstance(op, str):
+            raise TypeError("For all_reduce, the input op type must be str")
+        if op not in REDUCE_OPS:
+            raise TypeError("For all_reduce, the input op value must be one of sum, prod, min, max")
+        group = _group(group, "all_reduce")
+        result = _collie.all_reduce(tensor, op, group, bool(async_op), True)
+    return result
 
 
 def all_gather_into_tensor(tensor, group=GlobalComm.WORLD_COMM_GROUP, async_op=False):
@@ -210,14 +220,16 @@ def all_gather_into_tensor(tensor, group=GlobalComm.WORLD_COMM_GROUP, async_op=F
         TypeError: tensor is not a tensor; group is not a str.
         ValueError: x_1 == 0.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For all_gather_into_tensor, the input tensor must be tensor")
-    group = _group(group, "all_gather_into_tensor")
-    shape = _shape_of(tensor)
-    if shape and shape[0] < 1:
-        raise ValueError(f"For all_gather_into_tensor, the input_shape[0] must be at least 1, but got shape {shape}")
-    output, handle = _collie.all_gather_into_tensor(tensor, group, bool(async_op))
-    return output, handle
+    result = _collie.all_gather_into_tensor(tensor, group, async_op)
+    if result is NotImplemented:
+        if not _is_tensor(tensor):
+            raise TypeError("For all_gather_into_tensor, the input tensor must be tensor")
+        group = _group(group, "all_gather_into_tensor")
+        shape = _shape_of(tensor)
+        if shape and shape[0] < 1:
+            raise ValueError(f"For all_gather_into_tensor, the input_shape[0] must be at least 1, but got shape {shape}")
+        result = _collie.all_gather_into_tensor(tensor, group, bool(async_op), True)
+    return result
 
 
 def reduce_scatter_tensor(tensor, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP, async_op=False):
@@ -232,12 +244,14 @@ def reduce_scatter_tensor(tensor, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_G
             prod, min, max (MindSpore fails later with RuntimeError).
         ValueError: 0-d input, or x_1 not divisible by N.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For reduce_scatter_tensor, the input tensor must be tensor")
-    _check_op(op, "reduce_scatter_tensor", ReduceOpValueError)
-    group = _group(group, "reduce_scatter_tensor")
-    output, handle = _collie.reduce_scatter_tensor(tensor, op, group, bool(async_op))
-    return output, handle
+    result = _collie.reduce_scatter_tensor(tensor, op, group, async_op)
+    if result is NotImplemented:
+        if not _is_tensor(tensor):
+            raise TypeError("For reduce_scatter_tensor, the input tensor must be tensor")
+        _check_op(op, "reduce_scatter_tensor", ReduceOpValueError)
+        group = _group(group, "reduce_scatter_tensor")
+        result = _collie.reduce_scatter_tensor(tensor, op, group, bool(async_op), True)
+    return result
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP):
@@ -253,14 +267,17 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=GlobalComm.WORLD_COMM_GROUP):
         ReduceOpValueError: op is not one of sum, prod, min, max.
         RuntimeError: dst is not a member of the group.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For reduce, the input tensor must be tensor")
-    if not isinstance(dst, int):
-        raise TypeError(f"For 'get_group_rank_from_world_rank', the argument 'world_rank_id' must be type of "
-                        f"int, but got 'world_rank_id' type : {type(dst)}.")
-    group = _group(group, "reduce")
-    _check_op(op, "reduce", ReduceOpValueError)
-    return _collie.reduce(tensor, dst, op, group)
+    output = _collie.reduce(tensor, dst, op, group)
+    if output is NotImplemented:
+        if not _is_tensor(tensor):
+            raise TypeError("For reduce, the input tensor must be tensor")
+        if not isinstance(dst, int):
+            raise TypeError(f"For 'get_group_rank_from_world_rank', the argument 'world_rank_id' must be type of "
+                            f"int, but got 'world_rank_id' type : {type(dst)}.")
+        group = _group(group, "reduce")
+        _check_op(op, "reduce", ReduceOpValueError)
+        output = _collie.reduce(tensor, dst, op, group, True)
+    return output
 
 
 def scatter_tensor(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP):
@@ -316,11 +333,14 @@ def broadcast(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP):
         TypeError: tensor is not a tensor; src is not an int; group is not a str.
         RuntimeError: src is not a member of the group.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For broadcast, the input tensor must be tensor")
-    _check_rank_arg(src, "broadcast", "src")
-    group = _group(group, "broadcast")
-    return _collie.broadcast(tensor, src, group)
+    output = _collie.broadcast(tensor, src, group)
+    if output is NotImplemented:
+        if not _is_tensor(tensor):
+            raise TypeError("For broadcast, the input tensor must be tensor")
+        _check_rank_arg(src, "broadcast", "src")
+        group = _group(group, "broadcast")
+        output = _collie.broadcast(tensor, src, group, True)
+    return output
 
 
 def barrier(group=GlobalComm.WORLD_COMM_GROUP):

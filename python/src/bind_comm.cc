@@ -32,29 +32,6 @@ using collie::CommHandle;
 using collie::Shape;
 using collie::Tensor;
 
-// Runs fn() without the GIL and returns its result.
-template <typename Fn>
-auto nogil(Fn&& fn) {
-  py::gil_scoped_release release;
-  return fn();
-}
-
-// Starts an operation asynchronously with async_op (fn(true) -> (result, handle)),
-// else runs it as the blocking call it is (fn(false)), interruptibly.
-template <typename Fn>
-auto start_or_run(bool async_op, Fn&& fn) {
-  if (async_op) return nogil([&] { return fn(true); });
-  return blocking([&] { return fn(false); });
-}
-
-py::tuple result_pair(const std::pair<Tensor, CommHandle>& r, bool async_op) {
-  return py::make_tuple(to_python(r.first), handle_or_none(r.second, async_op));
-}
-
-collie::ReduceOp reduce_op(std::string_view op, const char* fn) {
-  return collie::parse_reduce_op(op, fn);
-}
-
 Shape to_shape(py::handle obj) {
   Shape s;
   for (py::handle d : obj) s.push_back(d.cast<int64_t>());
@@ -101,35 +78,6 @@ void bind_runtime(py::module_& m) {
 }
 
 void bind_collectives(py::module_& m) {
-  m.def("all_reduce", [](py::handle x, std::string_view op, std::string_view group, bool async_op) {
-    Tensor t = to_tensor(x);
-    auto rop = reduce_op(op, "all_reduce");
-    auto r = start_or_run(async_op, [&](bool a) { return collie::all_reduce(t, rop, group, a); });
-    return result_pair(r, async_op);
-  });
-  m.def("all_gather_into_tensor", [](py::handle x, std::string_view group, bool async_op) {
-    Tensor t = to_tensor(x);
-    auto r =
-        start_or_run(async_op, [&](bool a) { return collie::all_gather_into_tensor(t, group, a); });
-    return result_pair(r, async_op);
-  });
-  m.def("reduce_scatter_tensor", [](py::handle x, std::string_view op, std::string_view group,
-                                    bool async_op) {
-    Tensor t = to_tensor(x);
-    auto rop = reduce_op(op, "reduce_scatter_tensor");
-    auto r = start_or_run(async_op,
-                          [&](bool a) { return collie::reduce_scatter_tensor(t, rop, group, a); });
-    return result_pair(r, async_op);
-  });
-  m.def("reduce", [](py::handle x, int dst, std::string_view op, std::string_view group) {
-    Tensor t = to_tensor(x);
-    auto rop = reduce_op(op, "reduce");
-    return to_python(blocking([&] { return collie::reduce(t, dst, rop, group); }));
-  });
-  m.def("broadcast", [](py::handle x, int src, std::string_view group) {
-    Tensor t = to_tensor(x);
-    return to_python(blocking([&] { return collie::broadcast(t, src, group); }));
-  });
   m.def("scatter_tensor", [](py::handle x, int src, std::string_view group) {
     Tensor t = to_tensor(x);
     return to_python(blocking([&] { return collie::scatter_tensor(t, src, group); }));

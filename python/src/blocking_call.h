@@ -35,4 +35,19 @@ auto blocking(Fn&& fn) {
   }
 }
 
+// Runs fn() without the GIL and returns its result (a call that does not wait).
+template <typename Fn>
+auto nogil(Fn&& fn) {
+  py::gil_scoped_release release;
+  return fn();
+}
+
+// Starts an operation asynchronously with async_op (fn(true) -> (result, handle)),
+// else runs it as the blocking call it is (fn(false)), interruptibly.
+template <typename Fn>
+auto start_or_run(bool async_op, Fn&& fn) {
+  if (async_op) return nogil([&] { return fn(true); });
+  return blocking([&] { return fn(false); });
+}
+
 }  // namespace collie_py

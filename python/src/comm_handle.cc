@@ -4,6 +4,7 @@
 #include <new>
 #include <utility>
 
+#include "convert.h"
 #include "python_error.h"
 
 namespace collie_py {
@@ -153,6 +154,10 @@ py::object make_handle(collie::CommHandle h) {
 py::object handle_or_none(collie::CommHandle h, bool async_op) {
   if (!async_op) return py::none();
   return make_handle(std::move(h));
+}
+
+py::tuple result_pair(const std::pair<collie::Tensor, collie::CommHandle>& r, bool async_op) {
+  return py::make_tuple(to_python(r.first), handle_or_none(r.second, async_op));
 }
 
 void bind_comm_handle(py::module_& m) {

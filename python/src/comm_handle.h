@@ -13,7 +13,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <utility>
+
 #include "collie/handle.h"
+#include "collie/tensor.h"
 
 namespace collie_py {
 
@@ -25,6 +28,9 @@ py::object make_handle(collie::CommHandle h);
 // make_handle(h) for an asynchronous call, None for a synchronous one (whose
 // work is done).
 py::object handle_or_none(collie::CommHandle h, bool async_op);
+
+// (array, CommHandle) for an asynchronous call, (array, None) for a synchronous one.
+py::tuple result_pair(const std::pair<collie::Tensor, collie::CommHandle>& r, bool async_op);
 
 // Registers the type as `_collie.CommHandle`.
 void bind_comm_handle(py::module_& m);

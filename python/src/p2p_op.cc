@@ -25,6 +25,7 @@
 #include "blocking_call.h"
 #include "collie/collie.h"
 #include "convert.h"
+#include "fast_call.h"
 #include "python_error.h"
 
 namespace collie_py {
@@ -212,11 +213,12 @@ PyObject* batch_p2p_ops(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   });
 }
 
-PyMethodDef batch_p2p_ops_def = {
-    "_batch_p2p_ops", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(batch_p2p_ops)),
-    METH_FASTCALL,
-    "_batch_p2p_ops(p2p_op_list, P2POp): batch_isend_irecv of a list of P2POp objects whose "
-    "attributes are the common types, else NotImplemented."};
+PyMethodDef batch_p2p_ops_defs[] = {
+    {"_batch_p2p_ops", fastcall<batch_p2p_ops>(), METH_FASTCALL,
+     "_batch_p2p_ops(p2p_op_list, P2POp): batch_isend_irecv of a list of P2POp objects whose "
+     "attributes are the common types, else NotImplemented."},
+    {nullptr, nullptr, 0, nullptr},
+};
 
 }  // namespace
 
@@ -224,9 +226,7 @@ void bind_p2p_op(py::module_& m) {
   PyObject* type = PyType_FromSpec(&p2p_op_spec);
   if (type == nullptr) throw py::error_already_set();
   m.add_object("_P2POpBase", py::reinterpret_steal<py::object>(type));
-  PyObject* fn = PyCFunction_NewEx(&batch_p2p_ops_def, nullptr, m.attr("__name__").ptr());
-  if (fn == nullptr) throw py::error_already_set();
-  m.add_object("_batch_p2p_ops", py::reinterpret_steal<py::object>(fn));
+  add_fast_functions(m, batch_p2p_ops_defs);
 }
 
 }  // namespace collie_py

@@ -512,6 +512,39 @@ def test_async_returns_handles(world):
     assert repr(empty) == "<collie CommHandle completed>" and empty.wait_for(0) is True
 
 
+class _Name(str):
+    """A str subclass: valid wherever comm_func takes a str, but not the common type."""
+
+
+@pytest.mark.parametrize("variant", ["common", "uncommon"])
+def test_hot_calls_with_common_and_uncommon_argument_types(world, variant):
+    # The hot calls take numpy arrays, int ranks, str ops and groups and bool flags
+    # in C at once; anything else valid goes through comm_func's checks and then
+    # the same C function (python/src/fast_call.h). Both give the same results.
+    x = np.arange(6, dtype=np.float64).reshape(3, 2)
+    if variant == "common":
+        t, op, group, flag, rank = x, "sum", cf.GlobalComm.WORLD_COMM_GROUP, False, 0
+    else:
+        t, op, group, flag, rank = (collie.Tensor(x), _Name("sum"), _Name(cf.GlobalComm.WORLD_COMM_GROUP),
+                                    0, False)
+    out, h = cf.all_reduce(t, op, group, flag)
+    assert h is None and out.tolist() == x.tolist()
+    out, h = cf.all_reduce(t, op, group, not flag)
+    h.wait()
+    assert out.tolist() == x.tolist()
+    assert cf.all_gather_into_tensor(t, group, flag)[0].tolist() == x.tolist()
+    assert cf.reduce_scatter_tensor(t, op, group, flag)[0].tolist() == x.tolist()
+    assert cf.broadcast(t, rank, group).tolist() == x.tolist()
+    assert cf.reduce(t, rank, op, group).tolist() == x.tolist()
+    handle = cf.isend(t, rank, group, rank + 3)
+    assert cf.recv(t, rank, group, rank + 3).tolist() == x.tolist()
+    handle.wait()
+    received, handle = cf.irecv(t, rank, group, rank + 4)
+    cf.send(t, rank, group, rank + 4)
+    handle.wait()
+    assert received.tolist() == x.tolist()
+
+
 def test_comm_handle_of_a_pending_receive(world):
     out, h = cf.irecv(np.zeros(3, np.float32), 0, tag=5)
     assert isinstance(h, cf.CommHandle) and cf.CommHandle.__module__ == "collie.comm_func"

@@ -1,0 +1,118 @@
+// python/src/collective_calls.cc — `_collie.all_reduce, all_gather_into_tensor,
+// reduce_scatter_tensor, broadcast, reduce`, the collectives small calls use
+// most, written against CPython's API with fast_call.h's protocol (common
+// argument types at once, NotImplemented for the rest, `checked` after
+// comm_func's Python checks):
+//
+//   all_reduce(tensor, op, group, async_op[, checked])             -> (array, handle|None)
+//   all_gather_into_tensor(tensor, group, async_op[, checked])     -> (array, handle|None)
+//   reduce_scatter_tensor(tensor, op, group, async_op[, checked])  -> (array, handle|None)
+//   broadcast(tensor, src, group[, checked])                       -> array
+//   reduce(tensor, dst, op, group[, checked])                      -> array
+#include <Python.h>
+
+#include <string_view>
+
+#include "blocking_call.h"
+#include "collie/collie.h"
+#include "comm_handle.h"
+#include "convert.h"
+#include "fast_call.h"
+#include "python_error.h"
+
+namespace collie_py {
+
+namespace {
+
+using collie::ReduceOp;
+using collie::Tensor;
+
+PyObject* all_reduce(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return call_translating([&]() -> PyObject* {
+    ArgReader in("all_reduce", args, nargs, 4);
+    Tensor t;
+    ReduceOp op;
+    std::string_view group;
+    bool async_op = false;
+    if (!in.tensor(0, &t) || !in.reduce_op(1, &op) || !in.str(2, &group) || !in.flag(3, &async_op))
+      return declined();
+    auto r = start_or_run(async_op, [&](bool a) { return collie::all_reduce(t, op, group, a); });
+    return result_pair(r, async_op).release().ptr();
+  });
+}
+
+// Declines an input whose first dimension is 0 too: comm_func raises
+// MindSpore's ValueError for it.
+PyObject* all_gather_into_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return call_translating([&]() -> PyObject* {
+    ArgReader in("all_gather_into_tensor", args, nargs, 3);
+    Tensor t;
+    std::string_view group;
+    bool async_op = false;
+    if (!in.tensor(0, &t) || !in.str(1, &group) || !in.flag(2, &async_op)) return declined();
+    if (t.dim() > 0 && t.shape()[0] < 1) return declined();
+    auto r =
+        start_or_run(async_op, [&](bool a) { return collie::all_gather_into_tensor(t, group, a); });
+    return result_pair(r, async_op).release().ptr();
+  });
+}
+
+PyObject* reduce_scatter_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return call_translating([&]() -> PyObject* {
+    ArgReader in("reduce_scatter_tensor", args, nargs, 4);
+    Tensor t;
+    ReduceOp op;
+    std::string_view group;
+    bool async_op = false;
+    if (!in.tensor(0, &t) || !in.reduce_op(1, &op) || !in.str(2, &group) || !in.flag(3, &async_op))
+      return declined();
+    auto r = start_or_run(async_op,
+                          [&](bool a) { return collie::reduce_scatter_tensor(t, op, group, a); });
+    return result_pair(r, async_op).release().ptr();
+  });
+}
+
+PyObject* broadcast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return call_translating([&]() -> PyObject* {
+    ArgReader in("broadcast", args, nargs, 3);
+    Tensor t;
+    int src = 0;
+    std::string_view group;
+    if (!in.tensor(0, &t) || !in.rank(1, "src", &src) || !in.str(2, &group)) return declined();
+    return to_python(blocking([&] { return collie::broadcast(t, src, group); })).release().ptr();
+  });
+}
+
+PyObject* reduce(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return call_translating([&]() -> PyObject* {
+    ArgReader in("reduce", args, nargs, 4);
+    Tensor t;
+    int dst = 0;
+    ReduceOp op;
+    std::string_view group;
+    if (!in.tensor(0, &t) || !in.rank(1, "dst", &dst) || !in.reduce_op(2, &op) ||
+        !in.str(3, &group))
+      return declined();
+    return to_python(blocking([&] { return collie::reduce(t, dst, op, group); })).release().ptr();
+  });
+}
+
+PyMethodDef collective_call_defs[] = {
+    {"all_reduce", fastcall<all_reduce>(), METH_FASTCALL,
+     "all_reduce(tensor, op, group, async_op[, checked]) -> (array, handle or None)"},
+    {"all_gather_into_tensor", fastcall<all_gather_into_tensor>(), METH_FASTCALL,
+     "all_gather_into_tensor(tensor, group, async_op[, checked]) -> (array, handle or None)"},
+    {"reduce_scatter_tensor", fastcall<reduce_scatter_tensor>(), METH_FASTCALL,
+     "reduce_scatter_tensor(tensor, op, group, async_op[, checked]) -> (array, handle or None)"},
+    {"broadcast", fastcall<broadcast>(), METH_FASTCALL,
+     "broadcast(tensor, src, group[, checked]) -> array"},
+    {"reduce", fastcall<reduce>(), METH_FASTCALL,
+     "reduce(tensor, dst, op, group[, checked]) -> array"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+void bind_collective_calls(py::module_& m) { add_fast_functions(m, collective_call_defs); }
+
+}  // namespace collie_py
