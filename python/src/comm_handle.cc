@@ -12,7 +12,8 @@ namespace collie_py {
 namespace {
 
 struct HandleObject {
-  PyObject_HEAD collie::CommHandle handle;  // empty: a handle made without an operation (complete)
+  PyObject ob_base;           // PyObject_HEAD
+  collie::CommHandle handle;  // empty: a handle made without an operation (complete)
 };
 
 PyTypeObject* g_handle_type = nullptr;

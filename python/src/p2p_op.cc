@@ -32,27 +32,31 @@ namespace collie_py {
 
 namespace {
 
+// The attributes, in the order of P2POp's arguments.
+enum Field { kOp, kTensor, kPeer, kGroup, kTag, kRecvDtype, kFieldCount };
+
 struct P2POpObject {
-  PyObject_HEAD PyObject* op;
-  PyObject* tensor;
-  PyObject* peer;
-  PyObject* group;
-  PyObject* tag;
-  PyObject* recv_dtype;
+  PyObject ob_base;               // PyObject_HEAD
+  PyObject* fields[kFieldCount];  // null only after `del op.<attribute>`
+
+  PyObject* op() const { return fields[kOp]; }
+  PyObject* tensor() const { return fields[kTensor]; }
+  PyObject* peer() const { return fields[kPeer]; }
+  PyObject* group() const { return fields[kGroup]; }
+  PyObject* tag() const { return fields[kTag]; }
 };
 
-PyObject** fields(P2POpObject* self) { return &self->op; }
-constexpr int kFieldCount = 6;
+PyObject** fields(PyObject* self) { return reinterpret_cast<P2POpObject*>(self)->fields; }
 
 int p2p_op_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(Py_TYPE(self));  // heap types' instances own their type
-  PyObject** f = fields(reinterpret_cast<P2POpObject*>(self));
+  PyObject** f = fields(self);
   for (int i = 0; i < kFieldCount; ++i) Py_VISIT(f[i]);
   return 0;
 }
 
 int p2p_op_clear(PyObject* self) {
-  PyObject** f = fields(reinterpret_cast<P2POpObject*>(self));
+  PyObject** f = fields(self);
   for (int i = 0; i < kFieldCount; ++i) Py_CLEAR(f[i]);
   return 0;
 }
@@ -87,7 +91,6 @@ bool op_kind(PyObject* op, collie::P2POp::Kind* kind) {
 
 // __init__(op, tensor, peer, group=None, tag=0, *, recv_dtype=None).
 int p2p_op_init(PyObject* self_obj, PyObject* args, PyObject* kwargs) {
-  auto* self = reinterpret_cast<P2POpObject*>(self_obj);
   PyObject* op = nullptr;
   PyObject* tensor = nullptr;
   PyObject* peer = nullptr;
@@ -122,20 +125,23 @@ int p2p_op_init(PyObject* self_obj, PyObject* args, PyObject* kwargs) {
     Py_DECREF(ok);
   }
   PyObject* values[kFieldCount] = {op, tensor, peer, group, tag, recv_dtype};
-  PyObject** f = fields(self);
+  PyObject** f = fields(self_obj);
   for (int i = 0; i < kFieldCount; ++i) Py_XSETREF(f[i], Py_NewRef(values[i]));
   return 0;
 }
 
+constexpr Py_ssize_t field_offset(Field f) {
+  return static_cast<Py_ssize_t>(offsetof(P2POpObject, fields) + sizeof(PyObject*) * f);
+}
+
 PyMemberDef p2p_op_members[] = {
-    {"op", T_OBJECT_EX, offsetof(P2POpObject, op), 0, "\"isend\" or \"irecv\" (or the function)."},
-    {"tensor", T_OBJECT_EX, offsetof(P2POpObject, tensor), 0,
+    {"op", T_OBJECT_EX, field_offset(kOp), 0, "\"isend\" or \"irecv\" (or the function)."},
+    {"tensor", T_OBJECT_EX, field_offset(kTensor), 0,
      "The data to send; for irecv a template tensor or a shape tuple."},
-    {"peer", T_OBJECT_EX, offsetof(P2POpObject, peer), 0, "The peer's world rank."},
-    {"group", T_OBJECT_EX, offsetof(P2POpObject, group), 0,
-     "The group's name, or None (the world)."},
-    {"tag", T_OBJECT_EX, offsetof(P2POpObject, tag), 0, "Matched with the peer's tag."},
-    {"recv_dtype", T_OBJECT_EX, offsetof(P2POpObject, recv_dtype), 0,
+    {"peer", T_OBJECT_EX, field_offset(kPeer), 0, "The peer's world rank."},
+    {"group", T_OBJECT_EX, field_offset(kGroup), 0, "The group's name, or None (the world)."},
+    {"tag", T_OBJECT_EX, field_offset(kTag), 0, "Matched with the peer's tag."},
+    {"recv_dtype", T_OBJECT_EX, field_offset(kRecvDtype), 0,
      "The dtype of an irecv given by shape."},
     {nullptr, 0, 0, 0, nullptr},
 };
@@ -164,24 +170,26 @@ PyType_Spec p2p_op_spec = {"collie._collie._P2POpBase", static_cast<int>(sizeof(
 bool common_op(PyObject* item, std::vector<collie::P2POp>* ops) {
   auto* p = reinterpret_cast<P2POpObject*>(item);
   collie::P2POp::Kind kind;
-  if (p->op == nullptr || !op_kind(p->op, &kind)) return false;
-  if (p->tensor == nullptr || !is_exact_ndarray(p->tensor)) return false;
-  if (p->peer == nullptr || !PyLong_CheckExact(p->peer)) return false;
-  if (p->tag == nullptr || !PyLong_CheckExact(p->tag)) return false;
-  if (p->group == nullptr || (p->group != Py_None && !PyUnicode_CheckExact(p->group))) return false;
+  if (p->op() == nullptr || !op_kind(p->op(), &kind)) return false;
+  if (p->tensor() == nullptr || !is_exact_ndarray(p->tensor())) return false;
+  if (p->peer() == nullptr || !PyLong_CheckExact(p->peer())) return false;
+  if (p->tag() == nullptr || !PyLong_CheckExact(p->tag())) return false;
+  if (p->group() == nullptr || (p->group() != Py_None && !PyUnicode_CheckExact(p->group())))
+    return false;
   std::string_view group = collie::WORLD;
-  if (p->group != Py_None) {
+  if (p->group() != Py_None) {
     Py_ssize_t size = 0;
-    const char* utf8 = PyUnicode_AsUTF8AndSize(p->group, &size);
+    const char* utf8 = PyUnicode_AsUTF8AndSize(p->group(), &size);
     if (utf8 == nullptr) {
       PyErr_Clear();  // a str that is not valid UTF-8: the general path says so
       return false;
     }
     group = std::string_view(utf8, static_cast<size_t>(size));
   }
-  ops->emplace_back(
-      kind == collie::P2POp::Kind::ISEND ? "isend" : "irecv", to_tensor(py::handle(p->tensor)),
-      rank_arg(p->peer, "batch_isend_irecv", "peer"), group, tag_arg(p->tag, "batch_isend_irecv"));
+  ops->emplace_back(kind == collie::P2POp::Kind::ISEND ? "isend" : "irecv",
+                    to_tensor(py::handle(p->tensor())),
+                    rank_arg(p->peer(), "batch_isend_irecv", "peer"), group,
+                    tag_arg(p->tag(), "batch_isend_irecv"));
   return true;
 }
 
