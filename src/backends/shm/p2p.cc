@@ -83,6 +83,7 @@ P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
       awaiting_pull_(static_cast<size_t>(world.size())),
       pulls_sent_(static_cast<size_t>(world.size()), 0),
       known_tail_(static_cast<size_t>(world.size()), 0),
+      sent_head_(static_cast<size_t>(world.size()), 0),
       pulls_seen_(static_cast<size_t>(world.size()), 0),
       channel_broken_(static_cast<size_t>(world.size()), false),
       source_broken_(static_cast<size_t>(world.size()), false),
@@ -187,7 +188,7 @@ bool P2PMatcher::advance_sends(int dst) {
   RingControl& ctl = world_.ring_control(world_.rank(), dst);
   uint8_t* ring = world_.ring_data(world_.rank(), dst);
   const uint64_t size = world_.ring_bytes();
-  uint64_t head = ctl.head.load(std::memory_order_relaxed);  // we are its only writer
+  uint64_t& head = sent_head_[static_cast<size_t>(dst)];
   uint64_t& tail = known_tail_[static_cast<size_t>(dst)];    // may lag: then less room
   bool moved = false;
   while (!queue.empty()) {

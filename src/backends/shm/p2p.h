@@ -233,6 +233,9 @@ class P2PMatcher {
   // line is the receiver's, and reading it on every send moved it between the
   // cores twice per message (the read, then the receiver's next write).
   std::vector<uint64_t> known_tail_;
+  // The head of each outgoing ring as last published (this rank is its only
+  // writer): read from here, not from the shared line the receiver polls.
+  std::vector<uint64_t> sent_head_;
   std::vector<uint64_t> pulls_seen_;               // by source: pulled headers taken
   std::vector<bool> channel_broken_;               // by destination
   std::vector<bool> source_broken_;                // by source: its stream was corrupt
