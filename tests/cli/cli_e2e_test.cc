@@ -113,7 +113,9 @@ TEST(CliEndToEnd, RanksArePinnedToCpusAsAsked) {
   };
   const bool auto_pins = cpus.size() >= 2 && cpus.size() < 4;  // 2 ranks take more than half
   for (const Case& c : {Case{{"--bind-to", "core"}, 3, true}, Case{{"--bind-to", "none"}, 2, false},
-                        Case{{}, 2, auto_pins}, Case{{}, static_cast<int>(cpus.size()) + 1, false}}) {
+                        Case{{}, 2, auto_pins},
+                        // more ranks than CPUs: round robin (cpu_binding.h)
+                        Case{{}, static_cast<int>(cpus.size()) + 1, true}}) {
     TempDir dir;
     std::vector<std::string> opts = c.opts;
     opts.insert(opts.begin(), {"-n", std::to_string(c.n)});
