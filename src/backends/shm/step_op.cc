@@ -109,11 +109,17 @@ uint64_t must_check_through(uint64_t step) {
 }
 }  // namespace
 
+// Only the peers' flags: this rank published the step long before, and reading
+// its own flag back from a line its peers have read since missed the cache as a
+// peer's would (so did a p2p sender's read of its own ring head). peers_ready
+// and check_fingerprints still read this rank's line too, right after writing
+// it (a store-buffer hit; skipping it there measured 5 % slower).
 bool StepOp::peers_freed(uint64_t step) const {
   const uint64_t lead = this->lead();
   if (step <= lead + 1) return true;
+  const int me = group_.rank();
   for (int p = 0; p < group_.size(); ++p) {
-    if (!published(group_, p, step - lead)) return false;
+    if (p != me && !published(group_, p, step - lead)) return false;
   }
   return true;
 }
@@ -170,11 +176,16 @@ void StepOp::make_eager(int root, bool root_sends, size_t bytes_per_rank) {
 bool check_unchecked_calls(ShmGroup& g, uint64_t through) {
   while (g.unchecked_count != 0) {
     const ShmGroup::UncheckedCall& call = g.oldest_unchecked();
+    // The peers' records only (see peers_freed): this rank's is the call itself.
+    // 2 ranks, broadcast of 8 B back to back (eager: compared at the next
+    // call): 0.32 -> 0.265 us.
     for (int p = 0; p < g.size(); ++p) {
-      if (!published(g, p, call.step)) return call.step > through;
+      if (p != g.rank() && !published(g, p, call.step)) return call.step > through;
     }
     bool mismatch = false;
-    for (int p = 0; p < g.size(); ++p) mismatch |= !recorded_with(g, p, call.step, call.words);
+    for (int p = 0; p < g.size(); ++p) {
+      if (p != g.rank()) mismatch |= !recorded_with(g, p, call.step, call.words);
+    }
     if (mismatch) {
       const std::string why =
           " (seen after the call returned: a rooted call of at most " +
