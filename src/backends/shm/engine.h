@@ -87,18 +87,24 @@ class ShmEngine final : public ProgressDriver {
   Inbox inbox_;
   Inbox taken_;  // what the last pass took from inbox_ (progress lock held)
   std::vector<ShmGroup*> groups_;  // progress thread only
+  // The words callers and the progress thread share each start a cache line
+  // (pending counts, the progress lock, drivers_), away from what only one side
+  // writes. Packed together, a member added before them (the p2p matcher's
+  // sent_head_) shifted them and cost a small collective after a barrier 5-8 %
+  // (2 ranks, all_reduce 8 B 0.37 -> 0.40 us; 0.38 with these lines).
+  //
   // Operations submitted and not yet finished: those no caller drives (async),
   // and blocking ones (written only under progress_mu_: submitted_one()).
-  std::atomic<uint64_t> pending_async_{0};
+  alignas(64) std::atomic<uint64_t> pending_async_{0};
   std::atomic<uint64_t> pending_blocking_{0};
   std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled
   std::atomic<bool> stop_{false};
-  FutexMutex progress_mu_;  // held for every pass, by whichever thread runs it
+  alignas(64) FutexMutex progress_mu_;  // held for every pass, by whichever thread runs it
   // Threads inside drive(), or in the first pass of a large blocking call
   // (CallerDriving); the progress thread stays parked while there are any (a
   // futex word).
-  std::atomic<uint32_t> drivers_{0};
-  std::chrono::nanoseconds spin_budget_{0};
+  alignas(64) std::atomic<uint32_t> drivers_{0};
+  alignas(64) std::chrono::nanoseconds spin_budget_{0};
   unsigned yield_every_ = 32;                // polls between sched_yield() while spinning
   std::chrono::steady_clock::time_point last_liveness_check_;
   std::chrono::steady_clock::time_point last_stall_check_;
