@@ -12,11 +12,15 @@
 // counts one or two bytes wide) writes its step 0 there, *compact*, and leaves
 // its slot alone: a peer then reads the rank's flag, counts and data in one
 // cache line instead of the line, the slot's header and a piece (2 ranks, 8 B:
-// three cross-core transfers, in two rounds, became one). The line's first byte
-// says which form a rank chose (its counts' width, 0 for the slot), so each rank
-// chooses alone, by its own counts: the counts of all_to_all_v differ per rank,
-// and no choice they feed could be agreed before the matrix is read. Only step 0
-// can be compact: a rank whose pieces fit the line sends nothing in later steps.
+// three cross-core transfers, in two rounds, became one). A rank whose counts
+// alone fit the line, and none of whose pieces is read from its input (below),
+// writes the counts there and the pieces into its slot, without the slot's
+// header: a peer reads the line and its piece, two transfers instead of three
+// (2 ranks, 64 B-2 KiB). The line's first byte says which form a rank chose
+// (its counts' width, with kPiecesInSlot for the second; 0 for the slot), so
+// each rank chooses alone, by its own counts: the counts of all_to_all_v differ
+// per rank, and no choice they feed could be agreed before the matrix is read.
+// Only step 0 carries counts: later steps hold pieces only.
 //
 // Some pieces skip the slots: the receiver reads them from the sender's input in
 // step 0 (one copy instead of two), and a second step makes sure every such read
@@ -64,20 +68,36 @@ namespace {
 static_assert(sizeof(size_t) == sizeof(uint64_t), "counts are 64-bit words in a slot");
 class CompactStep {
  public:
-  // The width this rank's counts need, or 0 when its step does not fit a line.
-  static uint8_t width_for(const Counts& send, const Counts& recv, size_t me, size_t esize) {
-    size_t largest = 0, piece_bytes = 0;
-    for (size_t j = 0; j < send.size(); ++j) {
-      largest = std::max({largest, send[j], recv[j]});
-      if (j != me) piece_bytes += send[j] * esize;
-    }
+  // Set in the first byte when the pieces are in the slot (only the counts in the line).
+  static constexpr uint8_t kPiecesInSlot = 0x80;
+
+  // The width this rank's counts need in a line, or 0 when they do not fit one.
+  static uint8_t counts_width(const Counts& send, const Counts& recv) {
+    size_t largest = 0;
+    for (size_t j = 0; j < send.size(); ++j) largest = std::max({largest, send[j], recv[j]});
     const uint8_t width = largest <= 0xff ? 1 : largest <= 0xffff ? 2 : 0;
-    if (width == 0 || 1 + 2 * send.size() * width + piece_bytes > kInlineBytes) return 0;
+    if (width == 0 || pieces_at(send.size(), width) > kInlineBytes) return 0;
     return width;
   }
 
-  static void write_counts(uint8_t* line, uint8_t width, const Counts& send, const Counts& recv) {
-    line[0] = width;
+  // The width this rank's counts need, or 0 when its step does not fit a line.
+  static uint8_t width_for(const Counts& send, const Counts& recv, size_t me, size_t esize) {
+    const uint8_t width = counts_width(send, recv);
+    size_t piece_bytes = 0;
+    for (size_t j = 0; j < send.size(); ++j) {
+      if (j != me) piece_bytes += send[j] * esize;
+    }
+    if (width == 0 || pieces_at(send.size(), width) + piece_bytes > kInlineBytes) return 0;
+    return width;
+  }
+
+  // Whether a line (first byte nonzero) holds the pieces too.
+  static bool holds_pieces(const uint8_t* line) { return (line[0] & kPiecesInSlot) == 0; }
+
+  // form: the width, with kPiecesInSlot when the pieces go to the slot.
+  static void write_counts(uint8_t* line, uint8_t form, const Counts& send, const Counts& recv) {
+    const uint8_t width = form & ~kPiecesInSlot;
+    line[0] = form;
     const size_t n = send.size();
     for (size_t j = 0; j < 2 * n; ++j) {
       const size_t c = j < n ? send[j] : recv[j - n];
@@ -92,7 +112,7 @@ class CompactStep {
 
   // Rank p's 2n counts from its line (width != 0) into `counts`.
   static void read_counts(const uint8_t* line, size_t n, size_t* counts) {
-    const uint8_t width = line[0];
+    const uint8_t width = line[0] & ~kPiecesInSlot;
     for (size_t j = 0; j < 2 * n; ++j) {
       if (width == 1) {
         counts[j] = line[1 + j];
@@ -145,6 +165,13 @@ class AllToAllOp final : public StepOp {
     for (size_t c : recv_) received += c;
     stream_output_ = received * esize_ >= kStreamingOutputBytes;
     compact_width_ = CompactStep::width_for(send_, recv_, me(), esize_);
+    if (compact_width_ == 0) {
+      // Counts in the line, pieces in the slot: only when no peer reads a piece
+      // from this rank's input, which needs the slot's header (its address).
+      bool any_pulled = false;
+      for (size_t d = 0; d < send_.size(); ++d) any_pulled |= d != me() && pulled(send_[d]);
+      if (!any_pulled) counts_width_ = CompactStep::counts_width(send_, recv_);
+    }
   }
 
  protected:
@@ -153,15 +180,19 @@ class AllToAllOp final : public StepOp {
     if (step == 0) {
       uint8_t* line = line_data(group().rank());
       if (compact_width_ != 0) return produce_compact(line);
-      line[0] = 0;  // the step is in the slot
-      auto* words = reinterpret_cast<uint64_t*>(slot);
-      for (size_t j = 0; j < n; ++j) {
-        words[j] = send_[j];
-        words[n + j] = recv_[j];
+      if (counts_width_ != 0) {
+        CompactStep::write_counts(line, counts_width_ | CompactStep::kPiecesInSlot, send_, recv_);
+      } else {
+        line[0] = 0;  // the step is in the slot
+        auto* words = reinterpret_cast<uint64_t*>(slot);
+        for (size_t j = 0; j < n; ++j) {
+          words[j] = send_[j];
+          words[n + j] = recv_[j];
+        }
+        words[2 * n] = reinterpret_cast<uint64_t>(in_);  // for CMA
+        words[2 * n + 1] = in_ref_.chunk | static_cast<uint64_t>(in_ref_.present) << 32;
+        words[2 * n + 2] = in_ref_.offset;
       }
-      words[2 * n] = reinterpret_cast<uint64_t>(in_);  // for CMA
-      words[2 * n + 1] = in_ref_.chunk | static_cast<uint64_t>(in_ref_.present) << 32;
-      words[2 * n + 2] = in_ref_.offset;
     }
     for (size_t d = 0; d < n; ++d) {
       if (d == me() || pulled(send_[d])) continue;  // own piece: input -> output directly
@@ -187,7 +218,8 @@ class AllToAllOp final : public StepOp {
       if (p == me() || pulled(recv_[p])) continue;
       Range r = range_of(step, recv_[p], per_step_);
       if (r.len == 0) continue;
-      const uint8_t* from = step == 0 && line_data(static_cast<int>(p))[0] != 0
+      const uint8_t* line = line_data(static_cast<int>(p));
+      const uint8_t* from = step == 0 && line[0] != 0 && CompactStep::holds_pieces(line)
                                 ? compact_piece(p)
                                 : piece(slots[p], me());
       std::memcpy(out_ + (recv_displ(p) + r.begin) * esize_, from, r.len * esize_);
@@ -334,6 +366,7 @@ class AllToAllOp final : public StepOp {
   ArenaRef in_ref_;
   bool stream_output_ = false;
   uint8_t compact_width_ = 0;  // this rank's step 0 is compact (CompactStep) if nonzero
+  uint8_t counts_width_ = 0;   // else its step 0's counts are in its line if nonzero
   const uint8_t* in_;
   uint8_t* out_;
   Counts send_, recv_;

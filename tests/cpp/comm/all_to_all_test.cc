@@ -193,6 +193,28 @@ TEST_P(AllToAllWorld, PiecesAroundTheStepLineSize) {
   });
 }
 
+// Step 0's three forms in one call: rank 0's counts need more than two bytes
+// (70,000 elements to every peer: its counts and pieces in its slot), rank 1's
+// pieces do not fit its line (counts in the line, pieces in the slot), the
+// others' fit (compact).
+TEST_P(AllToAllWorld, StepFormsMixedInOneCall) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    SoftChecks soft;
+    for (DType dt : {DType::Int8, DType::Float32}) {
+      for (int64_t k : {0, 1, 3}) {
+        const std::string what =
+            "all_to_all_single " + std::string(dtype_name(dt)) + " k=" + std::to_string(k);
+        auto elements = [&](int src, int) -> int64_t {
+          return src == 0 ? 70000 : src == 1 ? 200 + k : k + src;
+        };
+        soft.check(what, [&] { check_uneven_all_to_all(rank, n, dt, elements, what); });
+      }
+    }
+    soft.finish();
+  });
+}
+
 TEST_P(AllToAllWorld, VcCountMatrixEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
