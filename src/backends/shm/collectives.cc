@@ -93,11 +93,17 @@ class AllReduceOp final : public ChunkedOp {
       : ChunkedOp(c, in, out, count, dtype, true), op_(op), has_output_(has_output) {}
 
  protected:
+  // Every rank reduces the N chunks in rank order (bitwise identical results),
+  // its own read from its input: the same bytes as its slot, which its peers
+  // have read since it wrote them, so that a read there would miss the cache.
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
     Range r = range_of(step, count_, per_step_);
     if (!has_output_ || r.len == 0) return;
-    reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(slots.data()),
-             static_cast<int>(slots.size()), r.len, dtype_, op_);
+    std::vector<const uint8_t*>& sources = group().step_sources;
+    for (size_t p = 0; p < slots.size(); ++p) sources[p] = slots[p];
+    sources[static_cast<size_t>(group().rank())] = in_ + r.begin * esize_;
+    reduce_n(out_ + r.begin * esize_, reinterpret_cast<const void* const*>(sources.data()),
+             static_cast<int>(sources.size()), r.len, dtype_, op_);
   }
 
  private:
@@ -370,9 +376,11 @@ class AllGatherOp final : public ChunkedOp {
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
     Range r = range_of(step, count_, per_step_);
     if (!has_output_ || r.len == 0) return;
-    if (!fused_) {  // small: every chunk, this rank's too, from the slots
+    if (!fused_) {  // small: the peers' chunks from their slots, this rank's from its input
+      const size_t me = static_cast<size_t>(group().rank());
       for (size_t p = 0; p < slots.size(); ++p) {
-        std::memcpy(out_ + (p * count_ + r.begin) * esize_, slots[p], r.len * esize_);
+        const uint8_t* from = p == me ? in_ + r.begin * esize_ : slots[p];
+        std::memcpy(out_ + (p * count_ + r.begin) * esize_, from, r.len * esize_);
       }
       return;
     }
