@@ -27,17 +27,34 @@ namespace {
 using collie::ReduceOp;
 using collie::Tensor;
 
-PyObject* all_reduce(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+// all_reduce's and reduce_scatter_tensor's arguments: (tensor, op, group, async_op).
+struct ReductionArgs {
+  Tensor tensor;
+  ReduceOp op = ReduceOp::SUM;
+  std::string_view group;
+  bool async_op = false;
+
+  // False: the call declines (fast_call.h).
+  bool read(const ArgReader& in) {
+    return in.tensor(0, &tensor) && in.reduce_op(1, &op) && in.str(2, &group) &&
+           in.flag(3, &async_op);
+  }
+};
+
+// Runs `call(args, async)` (-> (Tensor, CommHandle)) for a reduction's arguments.
+template <typename Call>
+PyObject* reduction(const char* name, PyObject* const* args, Py_ssize_t nargs, Call call) {
   return call_translating([&]() -> PyObject* {
-    ArgReader in("all_reduce", args, nargs, 4);
-    Tensor t;
-    ReduceOp op;
-    std::string_view group;
-    bool async_op = false;
-    if (!in.tensor(0, &t) || !in.reduce_op(1, &op) || !in.str(2, &group) || !in.flag(3, &async_op))
-      return declined();
-    auto r = start_or_run(async_op, [&](bool a) { return collie::all_reduce(t, op, group, a); });
-    return result_pair(r, async_op).release().ptr();
+    ReductionArgs a;
+    if (!a.read(ArgReader(name, args, nargs, 4))) return declined();
+    auto r = start_or_run(a.async_op, [&](bool async) { return call(a, async); });
+    return result_pair(r, a.async_op).release().ptr();
+  });
+}
+
+PyObject* all_reduce(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return reduction("all_reduce", args, nargs, [](const ReductionArgs& a, bool async) {
+    return collie::all_reduce(a.tensor, a.op, a.group, async);
   });
 }
 
@@ -58,17 +75,8 @@ PyObject* all_gather_into_tensor(PyObject*, PyObject* const* args, Py_ssize_t na
 }
 
 PyObject* reduce_scatter_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return call_translating([&]() -> PyObject* {
-    ArgReader in("reduce_scatter_tensor", args, nargs, 4);
-    Tensor t;
-    ReduceOp op;
-    std::string_view group;
-    bool async_op = false;
-    if (!in.tensor(0, &t) || !in.reduce_op(1, &op) || !in.str(2, &group) || !in.flag(3, &async_op))
-      return declined();
-    auto r = start_or_run(async_op,
-                          [&](bool a) { return collie::reduce_scatter_tensor(t, op, group, a); });
-    return result_pair(r, async_op).release().ptr();
+  return reduction("reduce_scatter_tensor", args, nargs, [](const ReductionArgs& a, bool async) {
+    return collie::reduce_scatter_tensor(a.tensor, a.op, a.group, async);
   });
 }
 
