@@ -338,10 +338,12 @@ class BroadcastOp final : public ChunkedOp {
     Range r = range_of(step, count_, per_step_);
     if (r.len == 0) return;
     uint8_t* dst = out_ + r.begin * esize_;
+    // The root copies from its input, not back from its slot (see AllReduceOp).
+    const uint8_t* from = contributes_ ? in_ + r.begin * esize_ : slots[static_cast<size_t>(root_)];
     if (stream_) {
-      stream_copy(dst, slots[static_cast<size_t>(root_)], r.len * esize_);
+      stream_copy(dst, from, r.len * esize_);
     } else {
-      std::memcpy(dst, slots[static_cast<size_t>(root_)], r.len * esize_);
+      std::memcpy(dst, from, r.len * esize_);
     }
   }
 
