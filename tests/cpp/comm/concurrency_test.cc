@@ -192,6 +192,38 @@ TEST(Concurrency, WaitForAfterBlockingCallIsNotLeftToASleepingThread) {
   });
 }
 
+// An irecv posted before its message and never waited for still completes: its
+// posting does not wake the progress thread (the sender's ring does), so here
+// only the sender's ring can get it done. Small (in the ring) and large
+// (pulled where CMA works) messages, each posted before the peer sends.
+TEST(Concurrency, IrecvPostedBeforeItsMessageCompletesInTheBackground) {
+  run_ranks(2, [](int rank) {
+    for (int64_t n : {int64_t{2}, int64_t{64} << 10}) {
+      barrier();
+      if (rank == 1) {
+        auto [got, h] = irecv(Tensor::zeros({n}, DType::Float32), 0, WORLD, 5);
+        RCHECK(!h.is_completed()) << "the message came before it was sent";
+        barrier();  // now rank 0 sends
+        const auto start = std::chrono::steady_clock::now();
+        while (!h.is_completed() &&
+               std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));  // not waiting: not driving
+        }
+        RCHECK(h.is_completed()) << n << "-element irecv not completed in the background in 60 s";
+        check_tensor(
+            got, DType::Float32, {n}, [](int64_t i) { return 1.0 + static_cast<double>(i % 7); },
+            "irecv of " + std::to_string(n));
+      } else {
+        barrier();
+        send(make_tensor({n}, DType::Float32,
+                         [](int64_t i) { return 1.0 + static_cast<double>(i % 7); }),
+             1, WORLD, 5);
+      }
+    }
+    barrier();
+  });
+}
+
 // Asynchronous work posted after a blocking call and never waited for still
 // completes: the progress thread picks it up by itself.
 TEST(Concurrency, AsyncSendAfterBlockingCallCompletesInTheBackground) {
