@@ -16,6 +16,7 @@
 
 #include "collie/errors.h"
 #include "core/float16.h"
+#include "core/reduce_kernels_avx2.h"
 
 // Asserts that a loop has no loop-carried dependence. True for the loops that
 // write dst: dst may be one of the sources, but then element i is read before it
@@ -210,6 +211,34 @@ void reduce_arithmetic(void* dst, const void* const* srcs, int nsrc, size_t coun
 
 void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
               ReduceOp op) {
+  if (nsrc < 1) throw ValueError("reduce_n: need at least one source, got " + std::to_string(nsrc));
+  // float16 and bfloat16 beyond a few elements: whole groups of eight in AVX2
+  // where the CPU has it, the rest here.
+  if ((dtype == DType::Float16 || dtype == DType::BFloat16) && count > kFewElements &&
+      avx2_16bit_kernels_available()) {
+    const size_t done = reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op);
+    if (done == 0 || done == count) {
+      if (done == 0) reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
+      return;
+    }
+    const size_t offset = done * element_size(dtype);
+    constexpr size_t kInlineSources = 16;
+    const void* inline_rest[kInlineSources];
+    std::vector<const void*> heap_rest;
+    const void** rest = inline_rest;
+    if (static_cast<size_t>(nsrc) > kInlineSources) {
+      heap_rest.resize(static_cast<size_t>(nsrc));
+      rest = heap_rest.data();
+    }
+    for (int k = 0; k < nsrc; ++k) rest[k] = static_cast<const uint8_t*>(srcs[k]) + offset;
+    return reduce_n_portable(static_cast<uint8_t*>(dst) + offset, rest, nsrc, count - done, dtype,
+                             op);
+  }
+  reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
+}
+
+void reduce_n_portable(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
+                       ReduceOp op) {
   if (nsrc < 1) throw ValueError("reduce_n: need at least one source, got " + std::to_string(nsrc));
   switch (dtype) {
     case DType::Bool:

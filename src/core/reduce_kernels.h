@@ -22,4 +22,9 @@ namespace collie::detail {
 // dst may alias any source. nsrc >= 1. count elements of `dtype`.
 void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op);
 
+// reduce_n without the CPU-specific kernels (reduce_kernels_avx2.h), whose
+// results must be these, bit for bit: what tests compare them with.
+void reduce_n_portable(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
+                       ReduceOp op);
+
 }  // namespace collie::detail

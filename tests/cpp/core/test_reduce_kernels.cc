@@ -15,6 +15,7 @@
 
 #include "collie/errors.h"
 #include "core/reduce_kernels.h"
+#include "core/reduce_kernels_avx2.h"
 
 namespace collie {
 namespace {
@@ -249,6 +250,102 @@ TEST(ReduceSemantics, FloatSumOfInfinitiesAndNaN) {
   EXPECT_EQ(reduce_values<float>({INFINITY, 1.f}, ReduceOp::SUM), INFINITY);
   EXPECT_TRUE(std::isnan(
       static_cast<float>(reduce_values<BFloat16>({BFloat16(NAN), BFloat16(1.f)}, ReduceOp::SUM))));
+}
+
+// The AVX2 kernels for float16 and bfloat16 (reduce_kernels_avx2.h) against the
+// portable ones, bit for bit. Only where the CPU runs them: elsewhere reduce_n
+// is the portable code and there is nothing to compare.
+bool avx2_kernels_here() { return detail::avx2_16bit_kernels_available(); }
+
+// Source k of `count` raw 16-bit values: random bit patterns (every class of
+// value: NaNs with payloads, infinities, subnormals, zeros of both signs)
+// mixed with the values where rounding and overflow decide.
+std::vector<uint16_t> random_bits(DType dtype, size_t count, uint32_t seed) {
+  const std::vector<uint16_t> special =
+      dtype == DType::Float16
+          ? std::vector<uint16_t>{0x0000, 0x8000, 0x0001, 0x03ff, 0x0400, 0x3c00, 0x3c01, 0x7bff,
+                                  0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfd55, 0x1400, 0x0200}
+          : std::vector<uint16_t>{0x0000, 0x8000, 0x0001, 0x007f, 0x0080, 0x3f80, 0x3f81, 0x7f7f,
+                                  0xff7f, 0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffaa, 0x3c00, 0x4000};
+  std::vector<uint16_t> v(count);
+  uint32_t state = seed * 2654435761u + 12345u;
+  for (size_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    const uint16_t bits = static_cast<uint16_t>(state >> 16);
+    v[i] = (state & 0x300u) == 0 ? special[bits % special.size()] : bits;
+  }
+  return v;
+}
+
+bool is_nan_bits(DType dtype, uint16_t b) {
+  return dtype == DType::Float16 ? (b & 0x7fff) > 0x7c00 : (b & 0x7fff) > 0x7f80;
+}
+
+float widen(DType dtype, uint16_t b) {
+  return dtype == DType::Float16 ? static_cast<float>(Half::from_bits(b))
+                                 : static_cast<float>(BFloat16::from_bits(b));
+}
+
+// Whether folding element i over the sources meets a sum or product of two
+// NaNs (inputs, or made on the way: inf - inf, 0 * inf). Which payload that
+// keeps is the hardware's choice of operand order, which the compiler picks
+// for the portable code.
+bool meets_two_nans(DType dtype, ReduceOp op, const std::vector<const void*>& srcs, size_t i) {
+  if (op != ReduceOp::SUM && op != ReduceOp::PROD) return false;
+  float acc = widen(dtype, static_cast<const uint16_t*>(srcs[0])[i]);
+  for (size_t k = 1; k < srcs.size(); ++k) {
+    const float x = widen(dtype, static_cast<const uint16_t*>(srcs[k])[i]);
+    if (std::isnan(acc) && std::isnan(x)) return true;
+    acc = op == ReduceOp::SUM ? acc + x : acc * x;
+  }
+  return false;
+}
+
+TEST(Avx2Kernels, EveryFloat16AndBFloat16ValueRoundTripsAsInThePortableKernels) {
+  if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2/F16C: nothing to compare";
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MIN}) {  // one source: a widen and a narrow
+      SCOPED_TRACE(param_name(dtype, op));
+      const void* src[1] = {all.data()};
+      std::vector<uint16_t> fast(all.size()), portable(all.size());
+      reduce_n(fast.data(), src, 1, all.size(), dtype, op);
+      detail::reduce_n_portable(portable.data(), src, 1, all.size(), dtype, op);
+      for (size_t i = 0; i < all.size(); ++i) {
+        ASSERT_EQ(fast[i], portable[i]) << "input bits 0x" << std::hex << i;
+      }
+    }
+  }
+}
+
+TEST(Avx2Kernels, ReduceRandomAndSpecialValuesAsThePortableKernels) {
+  if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2/F16C: nothing to compare";
+  // Not a multiple of 8 or 16 (the portable code takes the rest), and sources
+  // at odd element offsets (unaligned loads).
+  const size_t count = 20011;
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    for (ReduceOp op : {ReduceOp::SUM, ReduceOp::PROD, ReduceOp::MIN, ReduceOp::MAX}) {
+      for (int nsrc : {2, 3, 5, 17}) {
+        SCOPED_TRACE(param_name(dtype, op) + " nsrc=" + std::to_string(nsrc));
+        std::vector<std::vector<uint16_t>> srcs;
+        std::vector<const void*> ptrs;
+        for (int k = 0; k < nsrc; ++k) {
+          srcs.push_back(random_bits(dtype, count + 1, static_cast<uint32_t>(k + 7 * nsrc)));
+        }
+        for (int k = 0; k < nsrc; ++k) ptrs.push_back(srcs[static_cast<size_t>(k)].data() + k % 2);
+        std::vector<uint16_t> fast(count), portable(count);
+        reduce_n(fast.data(), ptrs.data(), nsrc, count, dtype, op);
+        detail::reduce_n_portable(portable.data(), ptrs.data(), nsrc, count, dtype, op);
+        for (size_t i = 0; i < count; ++i) {
+          if (fast[i] == portable[i]) continue;
+          ASSERT_TRUE(meets_two_nans(dtype, op, ptrs, i) && is_nan_bits(dtype, fast[i]) &&
+                      is_nan_bits(dtype, portable[i]))
+              << "element " << i << ": 0x" << std::hex << fast[i] << " against 0x" << portable[i];
+        }
+      }
+    }
+  }
 }
 
 TEST(ReduceSemantics, RejectsNoSources) {

@@ -1,0 +1,196 @@
+// float16 and bfloat16 reductions with AVX2 and F16C (see reduce_kernels_avx2.h).
+#include "core/reduce_kernels_avx2.h"
+
+#include <cstdint>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define COLLIE_HAVE_AVX2_KERNELS 1
+#include <immintrin.h>
+#endif
+
+namespace collie::detail {
+
+#if COLLIE_HAVE_AVX2_KERNELS
+
+namespace {
+
+// Everything below runs only where avx2_16bit_kernels_available() said so. The
+// helpers are forced inline into the loops, which carry the target attribute.
+#define COLLIE_AVX2 __attribute__((target("avx2,f16c")))
+#define COLLIE_AVX2_INLINE __attribute__((target("avx2,f16c"), always_inline)) inline
+
+// acc op x, as the portable SumOp/ProdOp/MinOp/MaxOp: MIN and MAX keep `acc`
+// where it is NaN, so NaN propagates.
+template <ReduceOp Op>
+COLLIE_AVX2_INLINE __m256 apply8(__m256 acc, __m256 x) {
+  if constexpr (Op == ReduceOp::SUM) {
+    return _mm256_add_ps(acc, x);
+  } else if constexpr (Op == ReduceOp::PROD) {
+    return _mm256_mul_ps(acc, x);
+  } else {
+    const __m256 keep =
+        _mm256_or_ps(_mm256_cmp_ps(acc, x, Op == ReduceOp::MIN ? _CMP_LT_OQ : _CMP_GT_OQ),
+                     _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(x, acc, keep);
+  }
+}
+
+// float16: F16C widens eight elements exactly and narrows eight rounding to
+// nearest even, which is what half_bits_to_float and float_to_half_bits
+// (core/float16.h) do one at a time, NaN (quieted, top of the payload kept) and
+// overflow to infinity included.
+COLLIE_AVX2_INLINE __m256 load_half8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+COLLIE_AVX2_INLINE void store_half8(uint16_t* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+template <ReduceOp Op>
+COLLIE_AVX2 size_t reduce_half(uint16_t* dst, const uint16_t* const* srcs, size_t nsrc,
+                               size_t count) {
+  size_t i = 0;
+  if (nsrc == 2) {  // two ranks, and every two-shot slice: sixteen at a time
+    const uint16_t* a = srcs[0];
+    const uint16_t* b = srcs[1];
+    for (; i + 16 <= count; i += 16) {
+      const __m256 lo = apply8<Op>(load_half8(a + i), load_half8(b + i));
+      const __m256 hi = apply8<Op>(load_half8(a + i + 8), load_half8(b + i + 8));
+      store_half8(dst + i, lo);
+      store_half8(dst + i + 8, hi);
+    }
+  }
+  for (; i + 8 <= count; i += 8) {
+    // Every source is read before dst is written: dst may be one of them.
+    __m256 acc = load_half8(srcs[0] + i);
+    for (size_t k = 1; k < nsrc; ++k) acc = apply8<Op>(acc, load_half8(srcs[k] + i));
+    store_half8(dst + i, acc);
+  }
+  return i;
+}
+
+// bfloat16 is float32's top half, so sixteen elements in a vector of 32-bit
+// lanes widen without shuffles: the even ones shifted up, the odd ones masked.
+// (Converting eight at a time takes shuffles, which one port runs: 2 sources in
+// L2, 0.20 against 0.16 ns per element; 0.12 with the NaN blends skipped.)
+COLLIE_AVX2_INLINE __m256 even_elements(__m256i v) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+COLLIE_AVX2_INLINE __m256 odd_elements(__m256i v) {
+  return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
+// float_to_bfloat16_bits (core/float16.h) on eight floats, the result in each
+// lane's top half: round to nearest even (overflow carries into infinity).
+COLLIE_AVX2_INLINE __m256i round_to_top_half(__m256 v) {
+  const __m256i x = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
+}
+
+// Where `v` is NaN, `rounded` becomes a quiet NaN that keeps the top of v's
+// payload, as float_to_bfloat16_bits makes it.
+COLLIE_AVX2_INLINE __m256i keep_nan(__m256i rounded, __m256 v, __m256 is_nan) {
+  const __m256i quiet_nan = _mm256_or_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x00400000));
+  return _mm256_blendv_epi8(rounded, quiet_nan, _mm256_castps_si256(is_nan));
+}
+
+COLLIE_AVX2_INLINE void store_bf16x16(uint16_t* p, __m256 even, __m256 odd) {
+  __m256i even_bits = round_to_top_half(even);
+  __m256i odd_bits = round_to_top_half(odd);
+  const __m256 even_nan = _mm256_cmp_ps(even, even, _CMP_UNORD_Q);
+  const __m256 odd_nan = _mm256_cmp_ps(odd, odd, _CMP_UNORD_Q);
+  const __m256 any_nan = _mm256_or_ps(even_nan, odd_nan);
+  if (!_mm256_testz_ps(any_nan, any_nan)) {  // rare: skipped, the blends cost a third
+    even_bits = keep_nan(even_bits, even, even_nan);
+    odd_bits = keep_nan(odd_bits, odd, odd_nan);
+  }
+  const __m256i top = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m256i packed =
+      _mm256_or_si256(_mm256_srli_epi32(even_bits, 16), _mm256_and_si256(odd_bits, top));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
+}
+
+COLLIE_AVX2_INLINE __m256i load16(const uint16_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+template <ReduceOp Op>
+COLLIE_AVX2 size_t reduce_bfloat16(uint16_t* dst, const uint16_t* const* srcs, size_t nsrc,
+                                   size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i first = load16(srcs[0] + i);
+    __m256 even = even_elements(first);
+    __m256 odd = odd_elements(first);
+    for (size_t k = 1; k < nsrc; ++k) {
+      const __m256i next = load16(srcs[k] + i);
+      even = apply8<Op>(even, even_elements(next));
+      odd = apply8<Op>(odd, odd_elements(next));
+    }
+    store_bf16x16(dst + i, even, odd);
+  }
+  return i;
+}
+
+template <ReduceOp Op>
+size_t reduce_op(uint16_t* dst, const uint16_t* const* srcs, size_t nsrc, size_t count, bool half) {
+  return half ? reduce_half<Op>(dst, srcs, nsrc, count)
+              : reduce_bfloat16<Op>(dst, srcs, nsrc, count);
+}
+
+}  // namespace
+
+bool avx2_16bit_kernels_available() {
+  static const bool available = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  }();
+  return available;
+}
+
+size_t reduce_16bit_floats_avx2(void* dst, const void* const* srcs, int nsrc, size_t count,
+                                DType dtype, ReduceOp op) {
+  if (nsrc < 1 || (dtype != DType::Float16 && dtype != DType::BFloat16)) return 0;
+  auto* out = static_cast<uint16_t*>(dst);
+  // The 16-bit elements are read as raw bits. The typed pointers live on the
+  // stack for the usual group sizes.
+  constexpr size_t kInlineSources = 16;
+  const uint16_t* inline_typed[kInlineSources];
+  std::vector<const uint16_t*> heap_typed;
+  const size_t n = static_cast<size_t>(nsrc);
+  const uint16_t** typed = inline_typed;
+  if (n > kInlineSources) {
+    heap_typed.resize(n);
+    typed = heap_typed.data();
+  }
+  for (size_t k = 0; k < n; ++k) typed[k] = static_cast<const uint16_t*>(srcs[k]);
+  const bool half = dtype == DType::Float16;
+  switch (op) {
+    case ReduceOp::SUM:
+      return reduce_op<ReduceOp::SUM>(out, typed, n, count, half);
+    case ReduceOp::PROD:
+      return reduce_op<ReduceOp::PROD>(out, typed, n, count, half);
+    case ReduceOp::MIN:
+      return reduce_op<ReduceOp::MIN>(out, typed, n, count, half);
+    case ReduceOp::MAX:
+      return reduce_op<ReduceOp::MAX>(out, typed, n, count, half);
+  }
+  return 0;  // an invalid op: the portable kernels report it
+}
+
+#else  // not x86-64: the portable kernels do everything
+
+bool avx2_16bit_kernels_available() { return false; }
+
+size_t reduce_16bit_floats_avx2(void*, const void* const*, int, size_t, DType, ReduceOp) {
+  return 0;
+}
+
+#endif
+
+}  // namespace collie::detail
