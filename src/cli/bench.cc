@@ -236,7 +236,7 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
 std::string bench_usage() {
   return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
          "                    [-w WARMUP] [--iters N] [--cold] [--dirty] [--shared] [--loop]\n"
-         "                    [--no-check]\n"
+         "                    [--no-check] [-h|--help]\n"
          "                    [--compare mpi] [--rounds N]\n"
          "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
          "\n"
@@ -263,6 +263,12 @@ std::string bench_usage() {
 }
 
 int bench_main(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(bench_usage().c_str(), stdout);
+      return 0;
+    }
+  }
   Options o;
   try {
     o = parse(args);

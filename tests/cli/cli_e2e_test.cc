@@ -580,6 +580,15 @@ TEST(CliEndToEnd, HelpAndVersion) {
   f = test::run_collie({"help", "info"}, dir);
   EXPECT_EQ(f.code, 0);
   EXPECT_TRUE(contains(f.out, "usage: collie info")) << describe(f);
+  // Every command takes -h/--help itself: the usage on stdout, success, nothing run.
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"bench", "--help"},
+                                               {"bench", "--op", "all", "-h"},
+                                               {"info", "--help"}}) {
+    f = test::run_collie(args, dir);
+    EXPECT_EQ(f.code, 0) << describe(f);
+    EXPECT_TRUE(contains(f.out, "usage: collie " + args[0])) << describe(f);
+    EXPECT_FALSE(contains(f.out, "# collie bench:")) << describe(f);
+  }
 }
 
 TEST(CliEndToEnd, InfoWithoutLauncher) {
