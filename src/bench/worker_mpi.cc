@@ -11,6 +11,7 @@
 
 #include "bench/bench_config.h"
 #include "bench/bench_sweep.h"
+#include "bench/huge_page_allocator.h"
 
 namespace collie::bench {
 namespace {
@@ -64,7 +65,7 @@ class MpiComm {
       count_ = std::max<size_t>(static_cast<size_t>(n_), count_ / n_ * n_);
     }
     size_t in_count = op == "all_gather" ? count_ / n_ : count_;
-    inputs_.assign(static_cast<size_t>(copies), std::vector<unsigned char>(in_count * type_.size));
+    inputs_.assign(static_cast<size_t>(copies), Buffer(in_count * type_.size));
     for (auto& buf : inputs_) fill(buf.data(), in_count, rank_ + 1);
     pristine_ = inputs_[0];
     out_.assign(count_ * type_.size, 0);
@@ -164,9 +165,11 @@ class MpiComm {
   int rank_ = 0, n_ = 1;
   size_t count_ = 0;
   BenchOp op_ = BenchOp::kAllReduce;
-  std::vector<std::vector<unsigned char>> inputs_;
-  std::vector<unsigned char> pristine_;  // what every input holds (rewrite)
-  std::vector<unsigned char> out_;
+  // Large buffers on huge pages, as collie's tensors are (huge_page_allocator.h).
+  using Buffer = std::vector<unsigned char, HugePageAllocator<unsigned char>>;
+  std::vector<Buffer> inputs_;
+  Buffer pristine_;  // what every input holds (rewrite)
+  Buffer out_;
 };
 
 }  // namespace

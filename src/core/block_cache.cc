@@ -1,10 +1,13 @@
 #include "core/block_cache.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "core/small_pool.h"
 
@@ -13,9 +16,26 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
+// Blocks of at least a huge page ask for transparent huge pages (where the
+// kernel's THP mode is `madvise`, Debian's, nothing else gets them): a 64 MiB
+// tensor is 32 TLB entries instead of 16,384, and a copy streaming through it
+// stops walking page tables every 4 KiB. 2 ranks, Intel Xeon: all_reduce of
+// 8 MiB 0.84-0.95 -> 0.63-0.68 ms, send_recv of 64 MiB 12.3-13.8 -> 9.7 ms,
+// all_to_all 9.6-10.0 -> 7.2-7.6 ms. numpy marks its large arrays the same way.
+// COLLIE_HUGE_PAGES=0 turns it off.
+constexpr size_t kHugePageBytes = 2u << 20;
+
+bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("COLLIE_HUGE_PAGES");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return wanted;
+}
+
 // Coarse rounding so that tensors of nearly the same size share blocks.
 size_t rounded(size_t bytes) {
-  const size_t step = bytes < (2u << 20) ? (64u << 10) : (2u << 20);
+  const size_t step = bytes < kHugePageBytes ? (64u << 10) : kHugePageBytes;
   return (bytes + step - 1) / step * step;
 }
 
@@ -79,6 +99,12 @@ void* cached_alloc(size_t bytes, size_t* capacity) {
       c.cached_bytes -= *capacity;
       return block;
     }
+  }
+  if (*capacity >= kHugePageBytes && huge_pages_wanted()) {
+    // Capacities this large are multiples of the huge page (rounded()).
+    void* block = std::aligned_alloc(kHugePageBytes, *capacity);
+    if (block != nullptr) madvise(block, *capacity, MADV_HUGEPAGE);  // advice: may be ignored
+    return block;
   }
   return std::aligned_alloc(kAlignment, *capacity);
 }
