@@ -52,7 +52,11 @@ inline constexpr size_t kDirectMinBytes = 16u << 10;
 // (the kernel's copy reads every destination line first), from kCmaMaxBytes, or
 // from kCmaMaxBytesSingleCopy where the group prefers single copies (copy_path.h;
 // Intel Xeon, 2 ranks, broadcast of 16 MiB: 2.2 ms staged, 1.5 ms with CMA, but
-// 64 MiB 8.9 against 11.4 ms).
+// 64 MiB 8.9 against 11.4 ms). Broadcast has no such limit there since its
+// tensors sit on huge pages (core/block_cache.h): 32 MiB 4.3-4.4 -> 2.3-2.5 ms
+// (4.5-4.6 -> 3.4-3.5 written just before), 64 MiB 8.8-9.0 -> 7.7-8.3, 128 MiB
+// even (written before, 20.5 -> 18.8). all_gather of 32 and 64 MiB per rank
+// stays staged: 6.5-6.8 against 6.6-7.2 ms, 14.4-15.5 against 15.3-15.5.
 // Where the group prefers single copies, from kCmaMinBytesSingleCopy (Intel Xeon,
 // 2 ranks, broadcast of 32 KiB: 5.9 -> 2.2 us, 5.8 -> 4.3 with inputs written
 // just before each call; all_gather of 32 KiB per rank 6.1 -> 3.3 us, 6.1 ->
@@ -68,18 +72,24 @@ inline constexpr size_t kCmaMinBytesSingleCopy = 16u << 10;
 inline constexpr size_t kCmaAllGatherMinBytesSingleCopy = 8u << 10;
 inline constexpr size_t kCmaMaxBytes = 8u << 20;
 inline constexpr size_t kCmaMaxBytesSingleCopy = 32u << 20;
+inline constexpr size_t kNoLimit = ~size_t{0};
 
 // Reductions on private tensors take CMA only where the group prefers single
-// copies (copy_path.h), from these sizes per rank up to kCmaReductionMaxBytes.
+// copies (copy_path.h), from these sizes per rank: all_reduce up to
+// kCmaAllReduceMaxBytes, reduce at any size above.
 // Intel Xeon, 2 ranks, inputs written just before each call (clean inputs in
 // brackets): all_reduce 256 KiB 25 -> 21 us (27 -> 15), 1 MiB 153 -> 118
 // (140 -> 76), 8 MiB 1.35 -> 1.12 ms (1.32 -> 1.01); at 64 KiB the two staged
 // steps win (6.9 against 7.4 us). reduce 32 KiB 5.3 -> 4.8 us (5.2 -> 3.7),
-// 256 KiB 32 -> 21 (33 -> 15). From 16 MiB the staged path's streaming stores
-// win (all_reduce 16 MiB 2.8 against 3.3 ms; 64 MiB 14 against 18).
+// 256 KiB 32 -> 21 (33 -> 15). Before tensors sat on huge pages (core/block_cache.h)
+// the staged path's streaming stores won from 16 MiB; since, CMA wins up to
+// 32 MiB: all_reduce 16 MiB 2.6 -> 1.7-1.8 ms (2.6 -> 1.4), 32 MiB even
+// (5.5-5.8 -> 4.7-4.8), 64 MiB staged 12.1-12.2 against 12.5-12.8 (12.4-12.9
+// against 12.3-12.5); reduce 16 MiB 2.1-2.4 -> 1.3-1.7 ms (1.8 -> 1.1-1.2),
+// 64 MiB 12.8-12.9 -> 10.6-11.7 (11.5-13.3 -> 10.3-11.3).
 inline constexpr size_t kCmaAllReduceMinBytes = 128u << 10;
 inline constexpr size_t kCmaReduceMinBytes = 32u << 10;
-inline constexpr size_t kCmaReductionMaxBytes = 16u << 20;
+inline constexpr size_t kCmaAllReduceMaxBytes = 64u << 20;
 
 // This rank's input and output: in the arena (refs locate them; out_ref.present
 // == 0 where the rank has no output, e.g. a non-root of reduce), or, with `cma`,

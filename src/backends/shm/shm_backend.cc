@@ -33,7 +33,7 @@ void ShmBackend::all_reduce(const WorkPtr& w, const void* in, void* out, size_t 
   if (auto b = direct(in, bytes, out, bytes)) {
     return engine_->submit(group_.get(), make_direct_all_reduce(call(w), *b, count, dtype, op));
   }
-  if (auto b = cma_reduction(in, bytes, out, kCmaAllReduceMinBytes)) {
+  if (auto b = cma_reduction(in, bytes, out, kCmaAllReduceMinBytes, kCmaAllReduceMaxBytes)) {
     return engine_->submit(group_.get(), make_direct_all_reduce(call(w), *b, count, dtype, op));
   }
   engine_->submit(group_.get(), make_all_reduce(call(w), in, out, count, dtype, op));
@@ -64,7 +64,7 @@ void ShmBackend::reduce(const WorkPtr& w, const void* in, void* out, size_t coun
   if (auto b = direct(in, bytes, out, bytes)) {
     return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
   }
-  if (auto b = cma_reduction(in, bytes, out, kCmaReduceMinBytes)) {
+  if (auto b = cma_reduction(in, bytes, out, kCmaReduceMinBytes, kNoLimit)) {
     return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
   }
   engine_->submit(group_.get(), make_reduce(call(w), in, out, count, dtype, op, root));
@@ -74,7 +74,7 @@ void ShmBackend::broadcast(const WorkPtr& w, const void* in, void* out, size_t c
                            int root) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes);
-  if (!b) b = cma(in, bytes, out);
+  if (!b) b = cma(in, bytes, out, kCmaMinBytesSingleCopy, kNoLimit);
   if (b) {
     return engine_->submit(group_.get(), make_direct_broadcast(call(w), *b, count, dtype, root));
   }

@@ -53,13 +53,14 @@ class ShmBackend final : public Backend {
                                       size_t min_bytes = kDirectMinBytes) const;
   // Private buffers for the CMA path (direct_ops.h) when the group agreed on CMA
   // and the call moves kCmaMinBytes to kCmaMaxBytes per rank
-  // (`min_single_copy` to kCmaMaxBytesSingleCopy where the group prefers single
+  // (`min_single_copy` to `max_single_copy` where the group prefers single
   // copies).
   std::optional<DirectBuffers> cma(const void* in, size_t bytes, void* out,
-                                   size_t min_single_copy = kCmaMinBytesSingleCopy) const {
+                                   size_t min_single_copy = kCmaMinBytesSingleCopy,
+                                   size_t max_single_copy = kCmaMaxBytesSingleCopy) const {
     const bool single = group_->prefers_single_copy();
     const size_t min_bytes = single ? min_single_copy : kCmaMinBytes;
-    const size_t max_bytes = single ? kCmaMaxBytesSingleCopy : kCmaMaxBytes;
+    const size_t max_bytes = single ? max_single_copy : kCmaMaxBytes;
     if (!group_->cma_for_collectives() || bytes < min_bytes || bytes >= max_bytes) {
       return std::nullopt;
     }
@@ -67,11 +68,11 @@ class ShmBackend final : public Backend {
   }
   // Private buffers for a reduction through CMA (direct_ops.h): where the group
   // prefers single copies and agreed on CMA, from `min_bytes` per rank up to
-  // kCmaReductionMaxBytes, unless COLLIE_ALLREDUCE_ALGO forces a staged algorithm.
+  // `max_bytes`, unless COLLIE_ALLREDUCE_ALGO forces a staged algorithm.
   std::optional<DirectBuffers> cma_reduction(const void* in, size_t bytes, void* out,
-                                             size_t min_bytes) const {
+                                             size_t min_bytes, size_t max_bytes) const {
     if (!group_->prefers_single_copy() || !group_->cma_for_collectives() || bytes < min_bytes ||
-        bytes >= kCmaReductionMaxBytes || all_reduce_algo_forced()) {
+        bytes >= max_bytes || all_reduce_algo_forced()) {
       return std::nullopt;
     }
     return cma_buffers(in, out);

@@ -337,6 +337,24 @@ TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) 
                      [&](int rank) { check_all_gather_path(rank, 3, (9 << 20) / 4, expected); });
 }
 
+// Where the group prefers single copies, broadcast reads with CMA at any size
+// from 16 KiB, the other data movers below 32 MiB per rank (direct_ops.h).
+TEST_P(CmaCopyPath, BroadcastReadsWithCmaAtAnySizeWhereEveryRankPrefersSingleCopies) {
+  const std::string setting = GetParam();
+  const bool single = cma_works_here() && setting == "single";
+  run_with_copy_path(setting, [&](int rank) {
+    // Each call fails its group (check_path), so each gets one of its own.
+    create_group("large_broadcast", {0, 1, 2});
+    check_path(
+        rank, 3, (40 << 20) / 4, "broadcast",
+        [](const Tensor& x) { broadcast(x, 1, "large_broadcast"); }, single);
+    create_group("large_all_gather", {0, 1, 2});
+    check_path(
+        rank, 3, (33 << 20) / 4, "all_gather_into_tensor",
+        [](const Tensor& x) { all_gather_into_tensor(x, "large_all_gather"); }, false);
+  });
+}
+
 // From 16 KiB per rank (all_gather 8 KiB) where the group prefers single
 // copies, from 64 KiB elsewhere (direct_ops.h). Below 16 KiB a shared tensor
 // takes the path a private one does, so there a dtype mismatch shows it.
@@ -377,8 +395,8 @@ TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingle
 }
 
 // The reductions take CMA only where the group prefers single copies, and then
-// only in their ranges (direct_ops.h): all_reduce from 128 KiB, reduce from 32
-// KiB, both below 16 MiB. Each call fails its group, so each gets a new one.
+// only in their ranges (direct_ops.h): all_reduce from 128 KiB to below 64
+// MiB, reduce from 32 KiB up. Each call fails its group, so each gets a new one.
 TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
   const bool single = cma_works_here() && setting == "single";
@@ -388,11 +406,11 @@ TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
       bool all_reduce;  // else reduce to group rank 2
       bool cma;
     };
-    const Case cases[] = {{1 << 20, true, single},
-                          {64 << 10, true, false},
-                          {17 << 20, true, false},
-                          {32 << 10, false, single},
-                          {(32 << 10) - 64, false, false}};
+    // all_reduce from 128 KiB to below 64 MiB per rank, reduce from 32 KiB up.
+    const Case cases[] = {{1 << 20, true, single},         {64 << 10, true, false},
+                          {17 << 20, true, single},        {64 << 20, true, false},
+                          {32 << 10, false, single},       {(32 << 10) - 64, false, false},
+                          {(64 << 20) + 64, false, single}};
     int made = 0;
     for (const Case& c : cases) {
       const std::string group = "case" + std::to_string(made++);
