@@ -74,6 +74,19 @@ inline constexpr size_t kCmaMaxBytes = 8u << 20;
 inline constexpr size_t kCmaMaxBytesSingleCopy = 32u << 20;
 inline constexpr size_t kNoLimit = ~size_t{0};
 
+// With more ranks than CPUs collectives stage (shm_group.h, cma_for_collectives),
+// but for a broadcast of kCmaBroadcastMinBytesOversubscribed to
+// kCmaBroadcastMaxBytesOversubscribed where the group agreed on CMA and prefers
+// single copies: its non-roots make one read each, and the staged steps' many
+// rounds of every rank being scheduled cost more once tensors sit on huge
+// pages. 4 ranks on 2 cores, Intel Xeon: 2 MiB 483-522 -> 348-431 us (written
+// just before the call 640 -> 504-528), 8 MiB 1.96-1.99 -> 1.18-1.34 ms (2.0-2.4
+// -> 1.86), 16 MiB 3.8-4.1 -> 2.5-2.9; 32 MiB even (7.6-7.9 against 7.7-8.6),
+// 64 MiB staged (16.9-17.4 against 17.6-18.7); 512 KiB 92 against 75-107 us.
+// all_gather, whose every rank reads, loses (2 MiB 333-347 against 417 us).
+inline constexpr size_t kCmaBroadcastMinBytesOversubscribed = 2u << 20;
+inline constexpr size_t kCmaBroadcastMaxBytesOversubscribed = 32u << 20;
+
 // Reductions on private tensors take CMA only where the group prefers single
 // copies (copy_path.h), from these sizes per rank: all_reduce up to
 // kCmaAllReduceMaxBytes, reduce at any size above.

@@ -75,6 +75,10 @@ void ShmBackend::broadcast(const WorkPtr& w, const void* in, void* out, size_t c
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes);
   if (!b) b = cma(in, bytes, out, kCmaMinBytesSingleCopy, kNoLimit);
+  if (!b && group_->cma() && group_->prefers_single_copy() &&
+      bytes >= kCmaBroadcastMinBytesOversubscribed && bytes < kCmaBroadcastMaxBytesOversubscribed) {
+    b = cma_buffers(in, out);  // also with more ranks than CPUs (direct_ops.h)
+  }
   if (b) {
     return engine_->submit(group_.get(), make_direct_broadcast(call(w), *b, count, dtype, root));
   }

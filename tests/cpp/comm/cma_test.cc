@@ -355,6 +355,31 @@ TEST_P(CmaCopyPath, BroadcastReadsWithCmaAtAnySizeWhereEveryRankPrefersSingleCop
   });
 }
 
+// With more ranks than CPUs collectives stage, but for broadcasts of 2 MiB or
+// more where the group prefers single copies (direct_ops.h): 3 ranks here,
+// which on a machine with fewer than 3 CPUs shows both rules.
+TEST(CmaOversubscribed, LargeBroadcastsReadWithCmaWhateverTheCpuCount) {
+  const bool cpu_each = 3u <= std::max(1u, std::thread::hardware_concurrency());
+  RunOptions o;
+  o.call_init = false;
+  o.env = {{"COLLIE_COPY_PATH", "single"}};
+  run_ranks(
+      3,
+      [&](int rank) {
+        init();
+        create_group("broadcast2m", {0, 1, 2});
+        check_path(
+            rank, 3, (2 << 20) / 4, "broadcast",
+            [](const Tensor& x) { broadcast(x, 2, "broadcast2m"); }, cma_works_here());
+        create_group("broadcast1m", {0, 1, 2});
+        check_path(
+            rank, 3, (1 << 20) / 4, "broadcast",
+            [](const Tensor& x) { broadcast(x, 2, "broadcast1m"); }, cma_works_here() && cpu_each);
+        release();
+      },
+      o);
+}
+
 // From 16 KiB per rank (all_gather 8 KiB) where the group prefers single
 // copies, from 64 KiB elsewhere (direct_ops.h). Below 16 KiB a shared tensor
 // takes the path a private one does, so there a dtype mismatch shows it.
