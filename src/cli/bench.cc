@@ -143,7 +143,7 @@ std::string json_string_body(const std::string& text) {
 
 void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
                    const std::map<std::pair<std::string, size_t>, Row>& mpi, double memcpy_bw,
-                   double handoff_bw, const std::string& cpu) {
+                   double handoff_bw, const std::string& cpu, const std::string& huge_pages) {
   auto busbw = [&](const Row& r) {
     return r.median_us > 0 ? r.bytes / (r.median_us * 1e3) * bench::busbw_factor(r.op, o.ranks)
                            : 0.0;
@@ -168,10 +168,10 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype << "\", \"cpu\": \""
-      << json_string_body(cpu) << "\", \"memcpy_gbps\": " << memcpy_bw
-      << ", \"handoff_gbps\": " << handoff_bw << ", \"timing\": \""
-      << (o.config.loop ? "loop" : "per_call") << "\", \"rounds\": " << o.rounds
-      << ", \"results\": [\n";
+      << json_string_body(cpu) << "\", \"huge_pages\": \"" << json_string_body(huge_pages)
+      << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"handoff_gbps\": " << handoff_bw
+      << ", \"timing\": \"" << (o.config.loop ? "loop" : "per_call")
+      << "\", \"rounds\": " << o.rounds << ", \"results\": [\n";
     for (size_t i = 0; i < collie_rows.size(); ++i) {
       const Row& r = collie_rows[i];
       auto it = mpi.find({r.op, r.bytes});
@@ -278,16 +278,17 @@ int bench_main(const std::vector<std::string>& args) {
   }
   const std::string dir = self_dir();
   const std::string cpu = cpu_summary();
+  const std::string huge_pages = huge_page_mode();
   const double memcpy_bw = memcpy_gbps();
   const double handoff_bw = handoff_gbps(allowed_cpus());
   char handoff[48] = "n/a";
   if (handoff_bw > 0) std::snprintf(handoff, sizeof handoff, "%.2f GB/s", handoff_bw);
   std::printf(
       "# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), core-to-core %s "
-      "(256 KiB hand-offs), %s%s\n# cpu: %s\n",
+      "(256 KiB hand-offs), %s%s\n# cpu: %s; transparent huge pages: %s\n",
       o.ranks, o.config.dtype.c_str(), memcpy_bw, handoff, timing_method(o.config),
       o.rounds > 1 ? (", best of " + std::to_string(o.rounds) + " rounds").c_str() : "",
-      cpu.c_str());
+      cpu.c_str(), huge_pages.c_str());
   std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
               "algbw", "busbw", "check");
   if (o.compare_mpi) std::printf(" %11s %9s %8s", "mpi_us", "mpi_busbw", "speedup");
@@ -341,7 +342,7 @@ int bench_main(const std::vector<std::string>& args) {
       collie_rows.push_back(r);
     }
   }
-  write_outputs(o, collie_rows, mpi, memcpy_bw, handoff_bw, cpu);
+  write_outputs(o, collie_rows, mpi, memcpy_bw, handoff_bw, cpu, huge_pages);
   if (failed) std::fprintf(stderr, "collie bench: a run failed or a result was wrong\n");
   return failed ? 1 : 0;
 }

@@ -172,4 +172,18 @@ std::string cpu_summary() {
   return summary.empty() ? "unknown CPU" : summary;
 }
 
+std::string selected_mode(std::string_view sysfs_text) {
+  const size_t open = sysfs_text.find('[');
+  if (open == std::string_view::npos) return "";
+  const size_t close = sysfs_text.find(']', open);
+  if (close == std::string_view::npos) return "";
+  return std::string(sysfs_text.substr(open + 1, close - open - 1));
+}
+
+std::string huge_page_mode() {
+  const std::string mode =
+      selected_mode(read_first_line("/sys/kernel/mm/transparent_hugepage/enabled"));
+  return mode.empty() ? "unknown" : mode;
+}
+
 }  // namespace collie::cli

@@ -13,11 +13,15 @@
 //
 // The CPU's model and cache sizes go with them: the same code has different
 // strengths on different machines (a CPU whose cores read each other's clean
-// data fast favours single-copy reads over staging).
+// data fast favours single-copy reads over staging). So does the kernel's mode
+// of transparent huge pages: large copies run faster on huge pages, which
+// collie's large tensors and the OpenMPI worker's buffers ask for (`madvise`),
+// and which a kernel set to `never` refuses.
 //
 //   double copy = memcpy_gbps();          // e.g. 11.4
 //   double handoff = handoff_gbps(cpus);  // e.g. 20.3; 0 when it cannot be measured
 //   std::string cpu = cpu_summary();      // e.g. "AMD EPYC 7B13, L2 512K, L3 32768K"
+//   std::string thp = huge_page_mode();   // e.g. "madvise"
 #pragma once
 
 #include <string>
@@ -42,5 +46,13 @@ std::string cpu_model_name(std::string_view cpuinfo);
 // "<model name>, L2 <size>, L3 <size>" for CPU 0 (/proc/cpuinfo and sysfs; the
 // parts it cannot read are left out, "unknown CPU" if all are).
 std::string cpu_summary();
+
+// The selected word of /sys/kernel/mm/transparent_hugepage/enabled text
+// ("always [madvise] never" -> "madvise"), or "" if none is selected.
+std::string selected_mode(std::string_view sysfs_text);
+
+// The kernel's transparent-huge-page mode ("always", "madvise", "never"), or
+// "unknown" where sysfs does not say.
+std::string huge_page_mode();
 
 }  // namespace collie::cli

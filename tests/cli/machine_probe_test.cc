@@ -40,6 +40,18 @@ TEST(MachineProbe, CpuModelNameIsTheFirstModelNameLine) {
   EXPECT_EQ(cpu_model_name(""), "");
 }
 
+TEST(MachineProbe, SelectedModeIsTheBracketedWord) {
+  EXPECT_EQ(selected_mode("always [madvise] never\n"), "madvise");
+  EXPECT_EQ(selected_mode("[always] madvise never"), "always");
+  EXPECT_EQ(selected_mode("always defer defer+madvise [madvise] never"), "madvise");
+  EXPECT_EQ(selected_mode("always madvise never"), "");
+  EXPECT_EQ(selected_mode("[unterminated"), "");
+  EXPECT_EQ(selected_mode(""), "");
+  const std::string mode = huge_page_mode();
+  EXPECT_TRUE(mode == "always" || mode == "madvise" || mode == "never" || mode == "unknown")
+      << mode;
+}
+
 TEST(MachineProbe, CpuSummaryIsNeverEmpty) {
   const std::string summary = cpu_summary();
   EXPECT_FALSE(summary.empty());
