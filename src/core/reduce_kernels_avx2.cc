@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COLLIE_HAVE_AVX2_KERNELS 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -145,11 +146,21 @@ size_t reduce_op(uint16_t* dst, const uint16_t* const* srcs, size_t nsrc, size_t
 
 }  // namespace
 
+// CPUID and XGETBV directly: clang's __builtin_cpu_supports knows no "f16c".
+bool cpu_has_avx2_and_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if ((ecx & bit_F16C) == 0 || (ecx & bit_AVX) == 0 || (ecx & bit_OSXSAVE) == 0) return false;
+  // The operating system must save the YMM registers (XCR0 bits 1 and 2).
+  unsigned xcr0 = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+  if ((xcr0 & 0x6u) != 0x6u) return false;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ebx & bit_AVX2) != 0;
+}
+
 bool avx2_16bit_kernels_available() {
-  static const bool available = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  }();
+  static const bool available = cpu_has_avx2_and_f16c();
   return available;
 }
 
