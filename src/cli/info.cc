@@ -6,7 +6,10 @@
 
 #include "backends/transport.h"
 #include "cli/commands.h"
+#include "cli/machine_probe.h"
 #include "collie/runtime.h"
+#include "core/block_cache.h"
+#include "core/reduce_kernels_avx2.h"
 #include "runtime/env.h"
 
 namespace collie::cli {
@@ -44,6 +47,15 @@ int info_main(const std::vector<std::string>& args) {
   std::printf(
       "default backend: shm on one machine; mpi when started by mpirun or srun --mpi "
       "(docs/backends.md)\n");
+  // What makes large and 16-bit calls fast here (docs/performance.md).
+  std::printf("float16/bfloat16 reductions: %s\n",
+              detail::avx2_16bit_kernels_available()
+                  ? "AVX2/F16C"
+                  : "portable (this CPU has no AVX2 and F16C, or is not x86-64)");
+  std::printf("transparent huge pages: kernel mode %s; tensors of 2 MiB or more %s\n",
+              huge_page_mode().c_str(),
+              detail::large_blocks_ask_for_huge_pages() ? "ask for them"
+                                                        : "do not ask (COLLIE_HUGE_PAGES=0)");
 
   std::printf("launch environment (what init() would use):\n");
   try {
@@ -77,7 +89,7 @@ int info_main(const std::vector<std::string>& args) {
     rc = 1;
   }
 
-  std::printf("environment variables read by init():\n");
+  std::printf("environment variables collie reads:\n");
   auto vars = detail::relevant_environment();
   if (vars.empty()) std::printf("  (none set)\n");
   for (const auto& [name, value] : vars) std::printf("  %s=%s\n", name.c_str(), value.c_str());

@@ -109,6 +109,8 @@ void* cached_alloc(size_t bytes, size_t* capacity) {
   return std::aligned_alloc(kAlignment, *capacity);
 }
 
+bool large_blocks_ask_for_huge_pages() { return huge_pages_wanted(); }
+
 void cached_free(void* block, size_t capacity) {
   if (block == nullptr) return;
   if (capacity < kBlockCacheMinBytes) return small_free(block, capacity);

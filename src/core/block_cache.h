@@ -21,4 +21,8 @@ void* cached_alloc(size_t bytes, size_t* capacity);
 // Gives a block from cached_alloc back (it may be kept for reuse or freed).
 void cached_free(void* block, size_t capacity);
 
+// Whether blocks of 2 MiB or more ask for transparent huge pages (not with
+// COLLIE_HUGE_PAGES=0).
+bool large_blocks_ask_for_huge_pages();
+
 }  // namespace collie::detail

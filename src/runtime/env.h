@@ -49,7 +49,8 @@ size_t env_bytes(const char* name, size_t fallback);
 // Job ids from foreign launchers may contain anything; keep [A-Za-z0-9_], map the rest to '_'.
 std::string sanitize_job_id(const std::string& raw);
 
-// The environment variables that init() would read, with their current values
+// The environment variables collie reads (init(), and the allocator's
+// COLLIE_HUGE_PAGES and COLLIE_ALLOC_CACHE_BYTES), with their current values
 // (unset ones omitted). For `collie info`.
 std::map<std::string, std::string> relevant_environment();
 

@@ -601,6 +601,22 @@ TEST(CliEndToEnd, InfoWithoutLauncher) {
   EXPECT_TRUE(std::regex_search(f.out, std::regex("  backend: +shm \\(")));
   EXPECT_TRUE(std::regex_search(f.out, std::regex("world size: +1\n")));
   EXPECT_TRUE(std::regex_search(f.out, std::regex("timeout: +300 s \\(default\\)")));
+  EXPECT_TRUE(std::regex_search(
+      f.out, std::regex("float16/bfloat16 reductions: (AVX2/F16C|portable \\(.+\\))\n")))
+      << f.out;
+  EXPECT_TRUE(std::regex_search(
+      f.out, std::regex("transparent huge pages: kernel mode [a-z]+; tensors of 2 MiB or more "
+                        "ask for them\n")))
+      << f.out;
+}
+
+TEST(CliEndToEnd, InfoSaysWhenLargeTensorsDoNotAskForHugePages) {
+  TempDir dir;
+  Finished f = test::run_collie({"info"}, dir, {{"COLLIE_HUGE_PAGES", "0"}});
+  ASSERT_EQ(f.code, 0) << describe(f);
+  EXPECT_TRUE(contains(f.out, "tensors of 2 MiB or more do not ask (COLLIE_HUGE_PAGES=0)"))
+      << f.out;
+  EXPECT_TRUE(contains(f.out, "\n  COLLIE_HUGE_PAGES=0\n")) << f.out;
 }
 
 TEST(CliEndToEnd, InfoShowsTheEnvironment) {
