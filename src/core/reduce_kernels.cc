@@ -217,10 +217,8 @@ void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType 
   if ((dtype == DType::Float16 || dtype == DType::BFloat16) && count > kFewElements &&
       avx2_16bit_kernels_available()) {
     const size_t done = reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op);
-    if (done == 0 || done == count) {
-      if (done == 0) reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
-      return;
-    }
+    if (done == count) return;
+    if (done == 0) return reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
     const size_t offset = done * element_size(dtype);
     constexpr size_t kInlineSources = 16;
     const void* inline_rest[kInlineSources];
