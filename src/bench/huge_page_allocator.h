@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <memory>
 #include <new>
 
 namespace collie::bench {
