@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <cstdint>
 
 namespace collie::detail {
 
@@ -19,6 +20,13 @@ inline std::chrono::steady_clock::time_point coarse_now() {
   return std::chrono::steady_clock::time_point(
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)));
+}
+
+// The same reading in nanoseconds, for words in shared memory.
+inline int64_t coarse_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 }  // namespace collie::detail

@@ -34,10 +34,10 @@ constexpr auto kStallCheckInterval = std::chrono::milliseconds(5);
 // deadlines and peers checked); idle engines sleep longer.
 constexpr int64_t kBusySleepNs = 20'000'000;
 constexpr int64_t kIdleSleepNs = 500'000'000;
-// Longest the progress thread stands aside while a caller drives (run()). It is
-// also how late background progress may start on asynchronous work posted after
-// the driver left (nobody wakes the thread for it: see post_async).
-constexpr int64_t kParkNs = 1'000'000;
+// Longest the progress thread stays parked (run()) without a ring: a safety net,
+// since the last driver to leave wakes it when it leaves work behind
+// (CallerDriving), and rings that need it wake it once nobody drives (Doorbell).
+constexpr int64_t kParkNs = kBusySleepNs;
 constexpr unsigned kPassesPerStallCheck = 32;
 
 // Adds `delta` to a counter that only the holder of the progress lock writes
@@ -54,9 +54,10 @@ void add_as_only_writer(std::atomic<T>& counter, std::make_signed_t<T> delta) {
 ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
     : world_(std::move(world)),
       p2p_(
-          *world_, [this](int r) { ring(r); },
+          *world_, [this](int r, Ring what) { ring(r, what); },
           [this](bool blocking) { finished_one(blocking); }),
-      peer_arenas_(world_->config().job_id) {
+      peer_arenas_(world_->config().job_id),
+      pending_async_(my_doorbell().async_pending) {
   // Spinning only pays when every rank has a core to itself; on an oversubscribed
   // machine it steals the time the peer needs to make progress.
   // COLLIE_SPIN_US overrides the choice (0 = always sleep at once).
@@ -75,28 +76,28 @@ ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
 
 ShmEngine::~ShmEngine() {
   stop_.store(true);
-  my_doorbell().ring();
+  my_doorbell().wake_all();
   if (thread_.joinable()) thread_.join();
 }
 
 Doorbell& ShmEngine::my_doorbell() const { return world_->header(world_->rank()).doorbell; }
 
-void ShmEngine::ring(int world_rank) const {
-  // Rings reach idle progress threads ("everyone") so that they drain p2p rings
+void ShmEngine::ring(int world_rank, Ring what) const {
+  // Rings reach idle progress threads (not kStep) so that they drain p2p rings
   // whose senders wait for space. This rank's own ring (a message to itself, or
   // room made in it) never needs that: its sender is this process, either a
   // caller that drives the engine itself or an asynchronous send, which keeps
   // the progress thread from idling. Waking the idle thread anyway cost each
   // send to oneself a futex wake-up and a context switch (1 rank, send_recv of
   // 8 B back to back: ~1 us).
-  world_->header(world_rank).doorbell.ring(/*everyone=*/world_rank != world_->rank());
+  world_->header(world_rank).doorbell.ring(world_rank == world_->rank() ? Ring::kStep : what);
 }
 
 void ShmEngine::ring_peers(const ShmGroup& group) const {
   // Step flags matter only to threads with operations in flight, not to idle
   // progress threads (see Doorbell).
   for (int g = 0; g < group.size(); ++g) {
-    if (g != group.rank()) world_->header(group.world_rank(g)).doorbell.ring(/*everyone=*/false);
+    if (g != group.rank()) world_->header(group.world_rank(g)).doorbell.ring(Ring::kStep);
   }
 }
 
@@ -107,7 +108,7 @@ void ShmEngine::submitted_one(bool blocking) {
   if (blocking) {
     add_as_only_writer(pending_blocking_, 1);
   } else {
-    pending_async_.fetch_add(1, std::memory_order_acq_rel);
+    pending_async_.fetch_add(1, std::memory_order_seq_cst);  // before its ring: Doorbell
   }
 }
 
@@ -134,15 +135,16 @@ void ShmEngine::post_async(std::vector<Item>& box, Item item) {
     box.push_back(std::move(item));
     inbox_.filled.store(true, std::memory_order_release);
   }
-  my_doorbell().ring();
-  // A progress thread parked on drivers_ (run()) is not woken: a caller that
-  // waits for this drives it itself, and waking the thread costs that caller a
-  // context switch (2 ranks, isend + irecv of 8 B waited with wait_for: 0.9 ->
-  // 6 us). Without a waiter the thread looks again within kParkNs.
+  my_doorbell().ring(Ring::kBytes);
+  // A progress thread parked while a caller drives is not woken by that ring
+  // (Doorbell): a caller that waits for this drives it itself, and waking the
+  // thread costs that caller a context switch (2 ranks, isend + irecv of 8 B
+  // waited with wait_for: 0.9 -> 6 us). The last driver to leave wakes it if this
+  // is still pending then (CallerDriving).
 }
 
-// While a caller runs passes itself, the progress thread parks on drivers_ (run())
-// instead of queueing on the progress lock. That matters most in a blocking
+// While a caller runs passes itself, the progress thread parks (run()) instead
+// of queueing on the progress lock. That matters most in a blocking
 // call's first pass, which may copy a whole tensor under the lock (a pulled
 // message read with CMA): a progress thread woken meanwhile by a peer's ring
 // waited on the lock for the whole copy, had to be woken when it was released,
@@ -150,26 +152,33 @@ void ShmEngine::post_async(std::vector<Item>& box, Item item) {
 // just before each call: two or three such wake-ups per call).
 class ShmEngine::CallerDriving {
  public:
-  explicit CallerDriving(ShmEngine& engine) : engine_(engine) {
-    engine_.drivers_.fetch_add(1, std::memory_order_acq_rel);
+  explicit CallerDriving(ShmEngine& engine) : engine_(engine), bell_(engine.my_doorbell()) {
+    bell_.drivers.fetch_add(1, std::memory_order_seq_cst);
   }
   ~CallerDriving() {
-    // The progress thread is needed again only for asynchronous operations still
-    // in flight: blocking ones are driven by their callers (batch_isend_irecv
-    // waits for its transfers one after the other; waking the thread between
-    // them costs two context switches per call). It looks again within kParkNs
-    // anyway.
-    if (engine_.drivers_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-        engine_.pending_async_.load(std::memory_order_acquire) != 0) {
-      futex_wake(&engine_.drivers_, 1);
-    }
+    if (bell_.drivers.fetch_sub(1, std::memory_order_seq_cst) == 1) engine_.last_driver_left();
   }
   CallerDriving(const CallerDriving&) = delete;
   CallerDriving& operator=(const CallerDriving&) = delete;
 
  private:
   ShmEngine& engine_;
+  Doorbell& bell_;
 };
+
+void ShmEngine::last_driver_left() {
+  Doorbell& bell = my_doorbell();
+  // A thread that is not parked looks for work by itself (run()).
+  if (bell.parked.load(std::memory_order_seq_cst) == 0) return;
+  bell.drivers_left_ns.store(coarse_now_ns(), std::memory_order_relaxed);
+  // The thread is needed at once only for asynchronous operations still in
+  // flight: blocking operations are driven by their callers (batch_isend_irecv
+  // waits for its transfers one after the other; waking the thread between them
+  // costs two context switches per call). A pulled message nobody receives
+  // meanwhile waits for the caller's next call or its waiting sender's next ring
+  // (P2PMatcher::nudge_receivers).
+  if (pending_async_.load(std::memory_order_seq_cst) != 0) bell.wake_all();
+}
 
 // A blocking call whose first pass may copy this many bytes counts as driving
 // during it (CallerDriving): below, the two atomic updates would cost more than
@@ -198,7 +207,7 @@ bool ShmEngine::try_start_async(const Work& work, Start start, bool wake_thread)
   start();
   if (work.is_completed()) return true;
   lock.unlock();
-  if (wake_thread) my_doorbell().ring();  // the progress thread carries it on
+  if (wake_thread) my_doorbell().ring(Ring::kBytes);  // the progress thread carries it on
   return true;
 }
 
@@ -342,7 +351,7 @@ void ShmEngine::detach(ShmGroup* group) {
     inbox_.detach.push_back(group);
     inbox_.filled.store(true, std::memory_order_release);
   }
-  my_doorbell().ring();
+  my_doorbell().wake_all();  // a parked thread too
   if (!thread_.joinable()) return;
   auto sleep = std::chrono::microseconds(20);
   while (detached_generation_.load(std::memory_order_acquire) == before) {
@@ -360,7 +369,7 @@ void ShmEngine::shutdown() {
     p2p_.buffer_deferred_pulls(/*all=*/true, P2PMatcher::Runner::progress_thread());
   }
   stop_.store(true);
-  my_doorbell().ring();
+  my_doorbell().wake_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -536,10 +545,19 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner r
   Doorbell& bell = my_doorbell();
   uint32_t seen = bell.prepare_wait(idle);
   // The pass after prepare_wait closes the race with a peer ringing just before.
-  // A deferred pulled message must be read within its grace even if nobody rings.
-  if (p2p_.has_deferred()) {
+  {
     std::lock_guard<FutexMutex> lock(progress_mu_);
-    timeout_ns = std::min<int64_t>(timeout_ns, p2p_.shortest_grace(runner).count());
+    // A deferred pulled message must be read within its grace even if nobody rings.
+    if (p2p_.has_deferred()) {
+      timeout_ns = std::min<int64_t>(timeout_ns, p2p_.shortest_grace(runner).count());
+    }
+    // A send waiting on its receiver rings it again now and then (p2p.h).
+    if (p2p_.waits_on_receivers()) {
+      p2p_.nudge_receivers();
+      timeout_ns = std::min<int64_t>(
+          timeout_ns,
+          std::chrono::duration_cast<std::chrono::nanoseconds>(P2PMatcher::kNudgeInterval).count());
+    }
   }
   if (!locked_pass(/*check_stalls_now=*/true, runner) && !done()) bell.wait(seen, timeout_ns);
   bell.finish_wait(idle);
@@ -592,14 +610,19 @@ void ShmEngine::drive(const Work& work, const Clock::time_point* deadline) {
 
 void ShmEngine::run() {
   auto spin_start = Clock::now();
+  Doorbell& bell = my_doorbell();
   for (;;) {
-    uint32_t drivers = drivers_.load(std::memory_order_acquire);
-    if (drivers != 0 && !stop_.load()) {
-      // A waiting thread is progressing everything; stay out of its way until
-      // it leaves with asynchronous work in flight (drive()), or for kParkNs:
-      // asynchronous work posted after the driver left does not wake this
-      // thread (post_async).
-      futex_wait(&drivers_, drivers, kParkNs);
+    if (bell.drivers.load(std::memory_order_seq_cst) != 0 && !stop_.load()) {
+      // A waiting thread is progressing everything; stay out of its way (not even
+      // queueing on the progress lock) until asynchronous work needs this thread
+      // (Doorbell: a ring once no caller drives, or the last driver leaving it
+      // behind). Waking up on a timer instead preempted the driver on its core
+      // mid-call.
+      const uint32_t seen = bell.prepare_park();
+      if (bell.drivers.load(std::memory_order_seq_cst) != 0 && !stop_.load()) {
+        bell.wait(seen, kParkNs);
+      }
+      bell.finish_park();
       continue;
     }
     if (locked_pass(false, P2PMatcher::Runner::progress_thread())) {

@@ -67,7 +67,7 @@ class ShmEngine final : public ProgressDriver {
   PeerArenas& peer_arenas() { return peer_arenas_; }
 
   // Rings the doorbell of a world rank (after publishing something it may wait for).
-  void ring(int world_rank) const;
+  void ring(int world_rank, Ring what) const;
   // Rings every member of `group` except this rank.
   void ring_peers(const ShmGroup& group) const;
 
@@ -88,22 +88,19 @@ class ShmEngine final : public ProgressDriver {
   Inbox taken_;  // what the last pass took from inbox_ (progress lock held)
   std::vector<ShmGroup*> groups_;  // progress thread only
   // The words callers and the progress thread share each start a cache line
-  // (pending counts, the progress lock, drivers_), away from what only one side
+  // (pending counts, the progress lock), away from what only one side
   // writes. Packed together, a member added before them (the p2p matcher's
   // sent_head_) shifted them and cost a small collective after a barrier 5-8 %
   // (2 ranks, all_reduce 8 B 0.37 -> 0.40 us; 0.38 with these lines).
   //
   // Operations submitted and not yet finished: those no caller drives (async),
   // and blocking ones (written only under progress_mu_: submitted_one()).
-  alignas(64) std::atomic<uint64_t> pending_async_{0};
+  // (Kept in the doorbell, where peers' rings read it while the thread is parked.)
+  std::atomic<uint64_t>& pending_async_;
   std::atomic<uint64_t> pending_blocking_{0};
   std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled
   std::atomic<bool> stop_{false};
   alignas(64) FutexMutex progress_mu_;  // held for every pass, by whichever thread runs it
-  // Threads inside drive(), or in the first pass of a large blocking call
-  // (CallerDriving); the progress thread stays parked while there are any (a
-  // futex word).
-  alignas(64) std::atomic<uint32_t> drivers_{0};
   alignas(64) std::chrono::nanoseconds spin_budget_{0};
   unsigned yield_every_ = 32;                // polls between sched_yield() while spinning
   std::chrono::steady_clock::time_point last_liveness_check_;
@@ -133,9 +130,12 @@ class ShmEngine final : public ProgressDriver {
   bool try_start_async(const Work& work, Start start, bool wake_thread = true);
   template <typename Start>
   void start_blocking_transfer(Start start, uint64_t bytes);
-  // Counts the calling thread among drivers_ while it lives (drive(), and the
-  // first pass of a large blocking call).
+  // Counts the calling thread among the doorbell's drivers while it lives
+  // (drive(), and the first pass of a large blocking call); the progress thread
+  // stays parked while there are any.
   class CallerDriving;
+  // The last driver left: wakes the parked progress thread if work is left for it.
+  void last_driver_left();
   template <typename Item>
   void post_async(std::vector<Item>& box, Item item);
   // Appends to the group's queue (progress lock held; queue_size already counted).

@@ -74,7 +74,7 @@ std::string describe(const RecvRequest& r) {
   return r.work->info().describe_transfer(/*is_send=*/false, r.src, r.tag);
 }
 
-P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int)> ring,
+P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int, Ring)> ring,
                        std::function<void(bool)> finished)
     : world_(world),
       ring_(std::move(ring)),
@@ -242,7 +242,10 @@ bool P2PMatcher::advance_sends(int dst) {
   if (moved) {
     ctl.head.store(head, std::memory_order_release);
     if (!queue.empty()) queue.front().last_progress = coarse_now();
-    ring_(dst);
+    // A sender left waiting (a pulled message, a full ring) needs the receiver to
+    // act even if it is between calls (Doorbell).
+    const bool waits = !queue.empty() || !awaiting_pull_[static_cast<size_t>(dst)].empty();
+    ring_(dst, waits ? Ring::kAwaited : Ring::kBytes);
   }
   return complete_pulled(dst) || moved;
 }
@@ -427,7 +430,7 @@ bool P2PMatcher::advance_incoming(int src) {
   if (tail != in.tail) {
     in.tail = tail;
     ctl.tail.store(tail, std::memory_order_release);
-    ring_(src);  // the sender may be waiting for space
+    ring_(src, Ring::kBytes);  // the sender may be waiting for space (it drives or is async)
   }
   return moved;
 }
@@ -445,6 +448,19 @@ std::exception_ptr P2PMatcher::send_stalled(const Send& s, int peer, bool peer_d
                                                 format_seconds(s.req.timeout_seconds) + " " + hint));
   }
   return nullptr;
+}
+
+bool P2PMatcher::waits_on_receivers() const {
+  for (int peer = 0; peer < world_.size(); ++peer) {
+    if (sending_to(peer)) return true;
+  }
+  return false;
+}
+
+void P2PMatcher::nudge_receivers() {
+  for (int peer = 0; peer < world_.size(); ++peer) {
+    if (peer != world_.rank() && sending_to(peer)) ring_(peer, Ring::kNudge);
+  }
 }
 
 void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {

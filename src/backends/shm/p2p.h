@@ -51,11 +51,12 @@
 // elsewhere waits no longer than the copy its wait might save (2 ranks, a 64 KiB
 // send to a rank computing for 20 ms: 1.1 ms with a flat 1 ms grace, 0.12-0.17
 // ms now, most of it the receiver's progress thread waiting for a CPU), and at
-// most kPullGrace. A caller blocked in a send to that source (send(), or wait()
-// on an isend's handle) posts no receive before that send completes, and the
-// send completes only once the peer reads it: there the message is buffered at
-// once, no grace (both ranks sending first, then receiving, the usual
-// head-to-head exchange; 2 ranks, blocking send then recv each way: 32 KiB 4.3
+// most kPullGrace. (A receiver's parked progress thread may not hear the
+// header's ring: the waiting sender rings again, nudge_receivers().) A caller blocked in a send to
+// that source (send(), or wait() on an isend's handle) posts no receive before that send completes,
+// and the send completes only once the peer reads it: there the message is buffered at once, no
+// grace (both ranks sending first, then receiving, the usual head-to-head exchange; 2 ranks,
+// blocking send then recv each way: 32 KiB 4.3
 // -> 3.8 us, against streaming; 128 KiB 29.5 -> 8.7 us against the crossing
 // grace below, 256 KiB 36 -> 15 us; 1.3 ms with the full grace). While this
 // rank has other sends to that source in flight and a caller is driving the
@@ -82,6 +83,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/shm/doorbell.h"
 #include "backends/shm/message_buffer.h"
 #include "backends/shm/shm_group.h"
 #include "collie/dtype.h"
@@ -119,9 +121,10 @@ std::string describe(const RecvRequest& r);
 
 class P2PMatcher {
  public:
-  // `ring(world_rank)` rings that rank's doorbell; `finished(blocking)` is called
-  // once per request that completed or failed (with its OpInfo::blocking).
-  P2PMatcher(ShmGroup& world, std::function<void(int)> ring, std::function<void(bool)> finished);
+  // `ring(world_rank, what)` rings that rank's doorbell; `finished(blocking)` is
+  // called once per request that completed or failed (with its OpInfo::blocking).
+  P2PMatcher(ShmGroup& world, std::function<void(int, Ring)> ring,
+             std::function<void(bool)> finished);
 
   void add_send(SendRequest request);
   void add_recv(RecvRequest request);
@@ -143,6 +146,14 @@ class P2PMatcher {
   bool advance_incoming(int src);
   // Fails transfers past their deadline, or blocked on a dead peer.
   void check_stalls(std::chrono::steady_clock::time_point now, bool check_liveness);
+  // Some send waits for its receiver to act (a pulled message unread, a full
+  // ring). Its waiter calls nudge_receivers() before each sleep, and sleeps at
+  // most kNudgeInterval: a receiver between calls may have its progress thread
+  // parked (Doorbell), and would otherwise leave the sender waiting until it
+  // calls into collie again.
+  bool waits_on_receivers() const;
+  void nudge_receivers();
+  static constexpr auto kNudgeInterval = std::chrono::milliseconds(1);
   bool idle() const;
   // Some pulled message is deferred: advance() must run again within
   // shortest_grace() (progress lock held).
@@ -216,7 +227,7 @@ class P2PMatcher {
   };
 
   ShmGroup& world_;
-  std::function<void(int)> ring_;
+  std::function<void(int, Ring)> ring_;
   std::function<void(bool)> finished_;
   std::atomic<size_t> deferred_count_{0};  // written under the progress lock
   // Every transfer adds an element to one of these and removes it again: their

@@ -149,7 +149,7 @@ void P2PMatcher::acknowledge_pulls(int src) {
   RingControl& ctl = world_.ring_control(src, world_.rank());
   if (done <= ctl.pulls_done.load(std::memory_order_relaxed)) return;  // we are its only writer
   ctl.pulls_done.store(done, std::memory_order_release);
-  ring_(src);
+  ring_(src, Ring::kBytes);
 }
 
 bool P2PMatcher::complete_pulled(int dst) {

@@ -32,7 +32,7 @@ class SelfMatcher {
   SelfMatcher()
       : world_(self_world()),
         matcher_(
-            world_, [](int) {}, [](bool) {}) {}
+            world_, [](int, Ring) {}, [](bool) {}) {}
 
   // Sends `values` with `tag`; the message is in the ring when this returns.
   void send(const std::vector<int32_t>& values, int64_t tag) {

@@ -1,0 +1,153 @@
+// Whom each kind of ring wakes (doorbell.h): a sleeper thread waits on a real
+// doorbell and the test rings it only once that thread is asleep in the kernel,
+// so "not woken" means the ring passed it by, not that it had not slept yet.
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "backends/shm/doorbell.h"
+#include "runtime/coarse_clock.h"
+
+namespace collie::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+enum class Sleeper { kBusy, kIdle, kParked };
+
+// One thread that sleeps once on `bell` as `kind` (up to 10 s) and records that
+// it woke.
+class SleepingThread {
+ public:
+  SleepingThread(Doorbell& bell, Sleeper kind) : bell_(bell) {
+    thread_ = std::thread([this, kind] {
+      tid_.store(static_cast<pid_t>(syscall(SYS_gettid)));
+      const bool idle = kind == Sleeper::kIdle;
+      const uint32_t seen =
+          kind == Sleeper::kParked ? bell_.prepare_park() : bell_.prepare_wait(idle);
+      bell_.wait(seen, 10'000'000'000);
+      if (kind == Sleeper::kParked) {
+        bell_.finish_park();
+      } else {
+        bell_.finish_wait(idle);
+      }
+      woke_.store(true);
+    });
+    wait_until_asleep();
+  }
+  ~SleepingThread() {
+    bell_.wake_all();
+    thread_.join();
+  }
+  // Whether it woke within `within` (it is given that long when it should).
+  bool woke(std::chrono::milliseconds within) const {
+    const auto end = std::chrono::steady_clock::now() + within;
+    while (!woke_.load() && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(1ms);
+    return woke_.load();
+  }
+
+ private:
+  // Until the kernel reports the thread sleeping (state S in /proc), that is, in
+  // its futex wait: a ring before that would only make the wait return at once.
+  void wait_until_asleep() const {
+    while (tid_.load() == 0) std::this_thread::sleep_for(1ms);
+    const std::string stat = "/proc/self/task/" + std::to_string(tid_.load()) + "/stat";
+    for (int i = 0; i < 10'000; ++i) {
+      std::ifstream in(stat);
+      std::string line;
+      std::getline(in, line);
+      const auto close = line.rfind(')');
+      if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S') return;
+      std::this_thread::sleep_for(1ms);
+    }
+    FAIL() << "the sleeper thread never went to sleep";
+  }
+
+  Doorbell& bell_;
+  std::atomic<pid_t> tid_{0};
+  std::atomic<bool> woke_{false};
+  std::thread thread_;
+};
+
+constexpr auto kPassesBy = 50ms;  // how long a sleeper that must not wake is watched
+constexpr auto kWakes = 5000ms;   // how long one that must wake is given
+
+TEST(Doorbell, AThreadWithWorkInFlightWakesForEveryRing) {
+  for (Ring what : {Ring::kStep, Ring::kBytes, Ring::kAwaited, Ring::kNudge}) {
+    Doorbell bell;
+    SleepingThread busy(bell, Sleeper::kBusy);
+    bell.ring(what);
+    EXPECT_TRUE(busy.woke(kWakes)) << static_cast<int>(what);
+  }
+}
+
+TEST(Doorbell, AnIdleProgressThreadSleepsThroughStepRingsAndWakesForBytes) {
+  Doorbell bell;
+  SleepingThread idle(bell, Sleeper::kIdle);
+  bell.ring(Ring::kStep);
+  EXPECT_FALSE(idle.woke(kPassesBy));
+  bell.ring(Ring::kBytes);
+  EXPECT_TRUE(idle.woke(kWakes));
+}
+
+TEST(Doorbell, AParkedThreadSleepsThroughEveryRingWhileACallerDrives) {
+  Doorbell bell;
+  bell.drivers.store(1);
+  bell.async_pending.store(1);
+  bell.drivers_left_ns.store(0);  // long ago
+  SleepingThread parked(bell, Sleeper::kParked);
+  for (Ring what : {Ring::kStep, Ring::kBytes, Ring::kAwaited, Ring::kNudge}) bell.ring(what);
+  EXPECT_FALSE(parked.woke(kPassesBy));
+  bell.wake_all();  // what the last driver does when it leaves asynchronous work behind
+  EXPECT_TRUE(parked.woke(kWakes));
+}
+
+TEST(Doorbell, AParkedThreadWithoutAsynchronousWorkIgnoresPlainBytes) {
+  Doorbell bell;
+  bell.drivers_left_ns.store(0);
+  SleepingThread parked(bell, Sleeper::kParked);
+  bell.ring(Ring::kStep);
+  bell.ring(Ring::kBytes);
+  EXPECT_FALSE(parked.woke(kPassesBy));
+}
+
+TEST(Doorbell, AParkedThreadWakesForBytesWhileAsynchronousWorkIsPending) {
+  Doorbell bell;
+  bell.async_pending.store(2);
+  SleepingThread parked(bell, Sleeper::kParked);
+  bell.ring(Ring::kStep);
+  EXPECT_FALSE(parked.woke(kPassesBy));
+  bell.ring(Ring::kBytes);
+  EXPECT_TRUE(parked.woke(kWakes));
+}
+
+TEST(Doorbell, AWaitingSenderWakesAParkedThreadOnlyOnceItsCallerHasBeenGoneAWhile) {
+  {
+    Doorbell bell;
+    // The last driver has just left (a time that is never "a while ago").
+    bell.drivers_left_ns.store(std::numeric_limits<int64_t>::max() / 2);
+    SleepingThread parked(bell, Sleeper::kParked);
+    bell.ring(Ring::kAwaited);
+    EXPECT_FALSE(parked.woke(kPassesBy));
+    bell.ring(Ring::kNudge);  // the sender, having waited, rings again
+    EXPECT_TRUE(parked.woke(kWakes));
+  }
+  {
+    Doorbell bell;
+    bell.drivers_left_ns.store(coarse_now_ns() - 10 * kParkedListensAfterNs);
+    SleepingThread parked(bell, Sleeper::kParked);
+    bell.ring(Ring::kAwaited);
+    EXPECT_TRUE(parked.woke(kWakes));
+  }
+}
+
+}  // namespace
+}  // namespace collie::detail
