@@ -48,12 +48,14 @@ inline constexpr int64_t kParkedListensAfterNs = 1'000'000;
 
 struct Doorbell {
   alignas(64) std::atomic<uint32_t> count{0};
-  alignas(64) std::atomic<uint32_t> sleepers{0};       // wake on any ring
-  alignas(64) std::atomic<uint32_t> idle_sleepers{0};  // wake on "everyone" rings only
-  // Ringers of p2p bytes read this line when nobody sleeps on the doorbell; a loop
-  // of blocking calls does not write it.
-  alignas(64) std::atomic<uint32_t> parked{0};
-  std::atomic<uint64_t> async_pending{0};  // the owner's asynchronous operations
+  // Who sleeps, on one line that only the owner writes and every ring reads (one
+  // cache miss per ring, not one per word).
+  alignas(64) std::atomic<uint32_t> sleepers{0};  // wake on any ring
+  std::atomic<uint32_t> idle_sleepers{0};         // wake on all but kStep rings
+  std::atomic<uint32_t> parked{0};
+  // Read by rings while the thread is parked; a loop of blocking calls does not
+  // write it.
+  alignas(64) std::atomic<uint64_t> async_pending{0};  // the owner's asynchronous operations
   // Written on every driven call; read by rings only while the thread is parked.
   alignas(64) std::atomic<uint32_t> drivers{0};  // the owner's threads driving its engine
   std::atomic<int64_t> drivers_left_ns{0};       // coarse clock, when the last one left
