@@ -2,6 +2,8 @@
 // flight while world operations run, many kinds of async operations queued on one group
 // (they complete in issue order), sync ops issued while async ones are pending, and
 // blocking waits abandoned through InterruptibleWaits (the Python binding's Ctrl-C).
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -244,6 +246,43 @@ TEST(Concurrency, AsyncSendAfterBlockingCallCompletesInTheBackground) {
     }
     barrier();
   });
+}
+
+// A blocking send to a rank that computes right after a large blocking call
+// completes before that rank posts its receive: the receiver's progress thread,
+// parked while the call drove the engine and left parked after it
+// (docs/design.md, "Who progresses"), is woken by the waiting sender and buffers
+// the message. A small message (in the ring) and a large one (pulled, or streamed
+// through a ring too small for it). Rank 0 tells rank 1 through shared memory
+// outside collie, since rank 1 must not call collie meanwhile.
+TEST(Concurrency, SendToARankComputingAfterALargeCallCompletesBeforeItsReceive) {
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  auto* sent = new (page) std::atomic<int64_t>(0);  // the size rank 0's send completed with
+  run_ranks(2, [sent](int rank) {
+    for (int64_t n : {int64_t{2}, int64_t{1} << 20}) {
+      barrier();
+      auto [sum, h] = all_reduce(Tensor::full({int64_t{1} << 20}, 1.0, DType::Float32));  // 4 MiB
+      RCHECK_EQ(sum.item(0), 2.0);
+      auto value = [](int64_t i) { return 1.0 + static_cast<double>(i % 5); };
+      if (rank == 0) {
+        send(make_tensor({n}, DType::Float32, value), 1, WORLD, 9);
+        sent->store(n);
+      } else {
+        const auto start = std::chrono::steady_clock::now();
+        while (sent->load() != n &&
+               std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));  // computing: no collie call
+        }
+        RCHECK_EQ(sent->load(), n)
+            << "the send of " << n << " elements did not complete while this rank computed";
+        Tensor got = recv(Tensor::zeros({n}, DType::Float32), 0, WORLD, 9);
+        check_tensor(got, DType::Float32, {n}, value, "recv of " + std::to_string(n));
+      }
+    }
+    barrier();
+  });
+  munmap(page, 4096);
 }
 
 // A blocking call abandoned by an InterruptibleWaits check (Python: Ctrl-C) goes on
