@@ -36,6 +36,7 @@ namespace {
 
 using collie::detail::P2PMatcher;
 using collie::detail::RecvRequest;
+using collie::detail::Ring;
 using collie::detail::ShmGroup;
 
 constexpr uint64_t kGroupId = 0x5eed;
@@ -144,7 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint8_t* ring = g.ring_data(0, 0);
   ctl.head.store(0);
   ctl.tail.store(0);
-  P2PMatcher matcher(g, [](int) {}, [](bool) {});
+  P2PMatcher matcher(
+      g, [](int, Ring) {}, [](bool) {});
   std::vector<std::unique_ptr<Posted>> posted;
   for (size_t i = 0; i < before; ++i) {
     posted.push_back(make_recv(specs + 4 * i));
