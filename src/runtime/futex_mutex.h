@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <thread>
 
 #include "runtime/futex.h"
 
@@ -49,6 +50,19 @@ class FutexMutex {
 
   void unlock() {
     if (word_.exchange(kFree, std::memory_order_release) == kSleepers) futex_wake(&word_, 1);
+  }
+
+  // Whether a thread may be asleep waiting for this mutex (call it holding it).
+  bool has_sleepers() const { return word_.load(std::memory_order_relaxed) == kSleepers; }
+
+  // After unlocking a mutex that had sleepers: yields the CPU until another
+  // thread holds it, at most `max_yields` times. A thread that locks again at
+  // once in a loop would otherwise keep a woken waiter out (it finds the mutex
+  // held again, and sleeps again).
+  void let_a_sleeper_in(int max_yields) const {
+    for (int i = 0; i < max_yields && word_.load(std::memory_order_relaxed) == kFree; ++i) {
+      std::this_thread::yield();
+    }
   }
 
  private:

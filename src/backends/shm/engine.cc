@@ -39,6 +39,9 @@ constexpr int64_t kIdleSleepNs = 500'000'000;
 // (CallerDriving), and rings that need it wake it once nobody drives (Doorbell).
 constexpr int64_t kParkNs = kBusySleepNs;
 constexpr unsigned kPassesPerStallCheck = 32;
+// How many times the progress thread yields, at most, for a caller waiting on the
+// progress lock to take it (a woken caller on another CPU takes microseconds).
+constexpr int kLetCallerInYields = 1000;
 
 // Adds `delta` to a counter that only the holder of the progress lock writes
 // (other threads only read it): a plain read and write will do, where a locked
@@ -525,9 +528,10 @@ void ShmEngine::check_stalls(Clock::time_point now) {
   p2p_.check_stalls(now, liveness_due);
 }
 
-bool ShmEngine::locked_pass(bool check_stalls_now, P2PMatcher::Runner runner) {
+bool ShmEngine::locked_pass(bool check_stalls_now, P2PMatcher::Runner runner, bool* caller_waits) {
   std::lock_guard<FutexMutex> lock(progress_mu_);
   bool moved = pass(runner);
+  if (caller_waits != nullptr) *caller_waits = progress_mu_.has_sleepers();
   // Deadlines are seconds long: the clock is read for them only every
   // kPassesPerStallCheck passes (a reading costs as much as an idle pass). Busy
   // passes count too: a rank still moving data with some peers must notice one
@@ -625,7 +629,16 @@ void ShmEngine::run() {
       bell.finish_park();
       continue;
     }
-    if (locked_pass(false, P2PMatcher::Runner::progress_thread())) {
+    bool caller_waits = false;
+    const bool moved = locked_pass(false, P2PMatcher::Runner::progress_thread(), &caller_waits);
+    // A caller that found the lock held sleeps on it. Locking again at once, pass
+    // after pass while a peer keeps this thread busy, kept it out: a rank flooded
+    // with small messages it had not received yet (2 ranks, `collie run
+    // --bind-to none`) could not make its own 4-byte send for as long as the flood
+    // lasted (5 s, the flood's bound; a liveness test failed in CI that way). Let
+    // it in first.
+    if (caller_waits) progress_mu_.let_a_sleeper_in(kLetCallerInYields);
+    if (moved) {
       spin_start = Clock::now();
       continue;
     }

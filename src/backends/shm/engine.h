@@ -113,7 +113,8 @@ class ShmEngine final : public ProgressDriver {
   void finished_one(bool blocking);   // progress lock held
   bool has_pending() const;
   bool pass(P2PMatcher::Runner runner);
-  bool locked_pass(bool check_stalls_now, P2PMatcher::Runner runner);
+  // `caller_waits`: set to whether another thread was waiting for the lock.
+  bool locked_pass(bool check_stalls_now, P2PMatcher::Runner runner, bool* caller_waits = nullptr);
   // Sleeps on the doorbell unless a last pass moves something or `done()` holds.
   template <typename Done>
   void sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner runner, int64_t timeout_ns);

@@ -348,6 +348,7 @@ bool P2PMatcher::advance_incoming(int src) {
   const uint64_t head = ctl.head.load(std::memory_order_acquire);
   uint64_t tail = in.tail;
   bool moved = false;
+  int messages = 0;  // taken whole in this call (kMessagesPerPass)
   for (;;) {
     uint64_t avail = head - tail;
     if (!in.in_payload) {
@@ -382,6 +383,7 @@ bool P2PMatcher::advance_incoming(int src) {
           tail = head;
           break;
         }
+        if (++messages == kMessagesPerPass) break;
         continue;
       }
       on_header(src, h);
@@ -426,6 +428,7 @@ bool P2PMatcher::advance_incoming(int src) {
     }
     in.unexpected = nullptr;
     in.target = nullptr;
+    if (++messages == kMessagesPerPass) break;
   }
   if (tail != in.tail) {
     in.tail = tail;

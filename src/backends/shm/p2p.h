@@ -166,6 +166,13 @@ class P2PMatcher {
   // sending to (above); shorter for messages that take less time to buffer.
   static constexpr auto kPullGrace = std::chrono::milliseconds(1);
   static constexpr auto kCrossingGrace = std::chrono::microseconds(20);
+  // Messages advance_incoming() takes from one source before it returns (saying
+  // it moved): a pass over a ring full of small messages that nobody receives yet
+  // (each buffered) held the progress lock for milliseconds, which a caller with
+  // a 4-byte send to make waited for (2 ranks, one flooding the other: that send
+  // took a median 39-52 ms with pinned ranks, 3-15 ms with this bound and the
+  // progress thread letting waiting callers in, engine.cc).
+  static constexpr int kMessagesPerPass = 256;
   // What a grace allows per byte: about the time buffering takes (a copy into
   // the buffer and one out of it, ~4 GB/s together).
   static constexpr uint64_t kBufferingBytesPerNs = 4;

@@ -1,6 +1,7 @@
 // FutexMutex (src/runtime/futex_mutex.h): mutual exclusion under contention
 // (every increment of a plain counter survives, which ThreadSanitizer also
-// checks), try_lock, and a waiter that sleeps until the holder unlocks.
+// checks), try_lock, a waiter that sleeps until the holder unlocks, and a holder
+// that lets such a waiter in before it locks again.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -59,6 +60,36 @@ TEST(FutexMutex, AWaiterSleepsUntilTheHolderUnlocks) {
   mu.unlock();
   waiter.join();
   EXPECT_TRUE(acquired.load());
+}
+
+// The progress thread's hand-off (engine.cc): a holder sees that a thread sleeps
+// on the mutex, unlocks, and lets it in; when let_a_sleeper_in returns, the other
+// thread holds the mutex, so the holder's next lock would wait behind it instead
+// of taking the mutex straight back (as an unfair mutex lets it).
+TEST(FutexMutex, AHolderLetsASleepingWaiterInBeforeLockingAgain) {
+  using namespace std::chrono_literals;
+  for (int round = 0; round < 20; ++round) {
+    FutexMutex mu;
+    std::atomic<bool> release{false};
+    mu.lock();
+    EXPECT_FALSE(mu.has_sleepers());
+    std::thread waiter([&] {
+      std::lock_guard<FutexMutex> lock(mu);
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+    });
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!mu.has_sleepers() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_TRUE(mu.has_sleepers()) << "the waiter never went to sleep on the mutex";
+    mu.unlock();
+    mu.let_a_sleeper_in(1'000'000);
+    const bool taken_back = mu.try_lock();
+    EXPECT_FALSE(taken_back) << "round " << round << ": the waiter was not let in";
+    if (taken_back) mu.unlock();
+    release.store(true);
+    waiter.join();
+  }
 }
 
 }  // namespace
