@@ -80,6 +80,16 @@ class SleepingThread {
 constexpr auto kPassesBy = 50ms;  // how long a sleeper that must not wake is watched
 constexpr auto kWakes = 5000ms;   // how long one that must wake is given
 
+// A `kind` sleeper on `bell` sleeps through a ring of `ignored`, then wakes for
+// one of `wakes`.
+void expect_ignores_then_wakes(Doorbell& bell, Sleeper kind, Ring ignored, Ring wakes) {
+  SleepingThread sleeper(bell, kind);
+  bell.ring(ignored);
+  EXPECT_FALSE(sleeper.woke(kPassesBy)) << "woken by ring kind " << static_cast<int>(ignored);
+  bell.ring(wakes);
+  EXPECT_TRUE(sleeper.woke(kWakes)) << "not woken by ring kind " << static_cast<int>(wakes);
+}
+
 TEST(Doorbell, AThreadWithWorkInFlightWakesForEveryRing) {
   for (Ring what : {Ring::kStep, Ring::kBytes, Ring::kAwaited, Ring::kNudge}) {
     Doorbell bell;
@@ -91,11 +101,7 @@ TEST(Doorbell, AThreadWithWorkInFlightWakesForEveryRing) {
 
 TEST(Doorbell, AnIdleProgressThreadSleepsThroughStepRingsAndWakesForBytes) {
   Doorbell bell;
-  SleepingThread idle(bell, Sleeper::kIdle);
-  bell.ring(Ring::kStep);
-  EXPECT_FALSE(idle.woke(kPassesBy));
-  bell.ring(Ring::kBytes);
-  EXPECT_TRUE(idle.woke(kWakes));
+  expect_ignores_then_wakes(bell, Sleeper::kIdle, Ring::kStep, Ring::kBytes);
 }
 
 TEST(Doorbell, AParkedThreadSleepsThroughEveryRingWhileACallerDrives) {
@@ -122,11 +128,7 @@ TEST(Doorbell, AParkedThreadWithoutAsynchronousWorkIgnoresPlainBytes) {
 TEST(Doorbell, AParkedThreadWakesForBytesWhileAsynchronousWorkIsPending) {
   Doorbell bell;
   bell.async_pending.store(2);
-  SleepingThread parked(bell, Sleeper::kParked);
-  bell.ring(Ring::kStep);
-  EXPECT_FALSE(parked.woke(kPassesBy));
-  bell.ring(Ring::kBytes);
-  EXPECT_TRUE(parked.woke(kWakes));
+  expect_ignores_then_wakes(bell, Sleeper::kParked, Ring::kStep, Ring::kBytes);
 }
 
 TEST(Doorbell, AWaitingSenderWakesAParkedThreadOnlyOnceItsCallerHasBeenGoneAWhile) {
@@ -134,11 +136,8 @@ TEST(Doorbell, AWaitingSenderWakesAParkedThreadOnlyOnceItsCallerHasBeenGoneAWhil
     Doorbell bell;
     // The last driver has just left (a time that is never "a while ago").
     bell.drivers_left_ns.store(std::numeric_limits<int64_t>::max() / 2);
-    SleepingThread parked(bell, Sleeper::kParked);
-    bell.ring(Ring::kAwaited);
-    EXPECT_FALSE(parked.woke(kPassesBy));
-    bell.ring(Ring::kNudge);  // the sender, having waited, rings again
-    EXPECT_TRUE(parked.woke(kWakes));
+    // The sender, having waited, rings again (kNudge).
+    expect_ignores_then_wakes(bell, Sleeper::kParked, Ring::kAwaited, Ring::kNudge);
   }
   {
     Doorbell bell;
