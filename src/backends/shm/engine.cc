@@ -548,7 +548,6 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner r
                                       int64_t timeout_ns) {
   Doorbell& bell = my_doorbell();
   uint32_t seen = bell.prepare_wait(idle);
-  // The pass after prepare_wait closes the race with a peer ringing just before.
   {
     std::lock_guard<FutexMutex> lock(progress_mu_);
     // A deferred pulled message must be read within its grace even if nobody rings.
@@ -563,6 +562,7 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner r
           std::chrono::duration_cast<std::chrono::nanoseconds>(P2PMatcher::kNudgeInterval).count());
     }
   }
+  // The pass after prepare_wait closes the race with a peer ringing just before.
   if (!locked_pass(/*check_stalls_now=*/true, runner) && !done()) bell.wait(seen, timeout_ns);
   bell.finish_wait(idle);
 }
