@@ -14,19 +14,17 @@
 
 namespace collie::detail {
 
-inline std::chrono::steady_clock::time_point coarse_now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return std::chrono::steady_clock::time_point(
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)));
-}
-
-// The same reading in nanoseconds, for words in shared memory.
+// The reading in nanoseconds, for words in shared memory.
 inline int64_t coarse_now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+inline std::chrono::steady_clock::time_point coarse_now() {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::nanoseconds(coarse_now_ns())));
 }
 
 }  // namespace collie::detail
