@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "backends/shm/huge_page_probe.h"
 #include "backends/shm/liveness.h"
 #include "collie/errors.h"
 #include "runtime/coarse_clock.h"
@@ -41,7 +42,8 @@ uint64_t ring_offset(uint64_t size, uint64_t pos) {
 // Which messages are pulled (p2p.h): COLLIE_P2P_PULL=always|never|auto; auto:
 // those that do not fit the ring when there are more ranks than CPUs, and those
 // of kPullFromBytes (kPullFromBytesOversubscribed) or more too where the world
-// prefers single copies.
+// prefers single copies; elsewhere those that do not fit the ring and lie on
+// huge pages.
 P2PMatcher::PullRule pull_rule(const ShmGroup& world) {
   constexpr uint64_t kNone = ~uint64_t{0};
   const bool oversubscribed = world.config().oversubscribed;
@@ -56,7 +58,7 @@ P2PMatcher::PullRule pull_rule(const ShmGroup& world) {
                      "' is not auto, always or never");
   }
   if (world.prefers_single_copy()) return {true, from_bytes};
-  return {oversubscribed, kNone};
+  return {oversubscribed, kNone, /*beyond_ring_on_huge_pages=*/true};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t,
@@ -125,10 +127,11 @@ void P2PMatcher::add_send(SendRequest request) {
                                " broke in an earlier failed send")));
     return;
   }
-  const bool pulled =
-      world_.cma() && dst != world_.rank() &&
-      (request.nbytes >= pull_.from_bytes ||
-       (pull_.beyond_ring && request.nbytes + sizeof(MessageHeader) > world_.ring_bytes()));
+  const bool beyond_ring = request.nbytes + sizeof(MessageHeader) > world_.ring_bytes();
+  const bool pulled = world_.cma() && dst != world_.rank() &&
+                      (request.nbytes >= pull_.from_bytes || (beyond_ring && pull_.beyond_ring) ||
+                       (beyond_ring && pull_.beyond_ring_on_huge_pages &&
+                        lies_on_huge_pages(request.data, request.nbytes)));
   sends_[static_cast<size_t>(dst)].push_back(
       Send{std::move(request), false, 0, coarse_now(), pulled, 0});
 }

@@ -31,9 +31,13 @@
 // single copies, messages of kPullFromBytes or more (kPullFromBytesOversubscribed
 // with more ranks than CPUs) are pulled too (Intel Xeon,
 // 2 ranks exchanging 512 KiB: 56 us streamed, 18 us pulled; data written just
-// before the call, 55 against 45 us); elsewhere the stream wins (both ranks copy
-// at once; AMD EPYC, 2 ranks, 4 MiB: 0.30 ms streamed, 0.50 ms pulled), so it
-// stays. A send that fails (timeout) after publishing its header is marked
+// before the call, 55 against 45 us); elsewhere the stream wins up to the ring's
+// size (both ranks copy at once; AMD EPYC, 2 ranks exchanging 1 MiB: 48 us
+// streamed, 112 us pulled) and beyond it for data on 4 KiB pages, which
+// process_vm_readv pins page by page; a message that does not fit the ring and
+// lies on huge pages (huge_page_probe.h, asked by the sender) is pulled there
+// too (8 MiB: 1.23-1.29 ms streamed, 0.78-0.87 ms pulled; on 4 KiB pages 0.98-1.15
+// against 2.3-2.6 ms). A send that fails (timeout) after publishing its header is marked
 // cancelled (pulls_cancelled), so a receiver arriving late refuses to read memory
 // the sender no longer guarantees. COLLIE_P2P_PULL=always|never overrides the
 // choice (always: the messages beyond the ring and those of kPullFromBytes or
@@ -181,6 +185,11 @@ class P2PMatcher {
   struct PullRule {
     bool beyond_ring;     // messages that do not fit the ring
     uint64_t from_bytes;  // messages of at least this many bytes
+    // Messages that do not fit the ring and whose data lies on huge pages
+    // (huge_page_probe.h): where the world stages, reading such a message where
+    // it lies beats streaming it through the ring one ring's worth at a time; on
+    // 4 KiB pages the pinning process_vm_readv does costs more than it saves.
+    bool beyond_ring_on_huge_pages = false;
   };
   // Where the world prefers single copies, messages of this many bytes or more are
   // pulled. Each message streamed through a ring is handed from the sender's

@@ -352,6 +352,50 @@ INSTANTIATE_TEST_SUITE_P(Policies, P2PPull,
                                   std::get<1>(info.param);
                          });
 
+// Where the world stages (COLLIE_COPY_PATH=staged), a message that does not fit
+// the ring is pulled if its data lies on huge pages (collie's own tensors of 2
+// MiB or more ask for them) and streamed on 4 KiB pages (COLLIE_HUGE_PAGES=0):
+// either way every rank receives exactly what its neighbour sent, from the
+// start of a tensor or from an odd offset into one. Two ranks: with more ranks
+// than CPUs every message beyond the ring is pulled anyway.
+class P2PStagedBeyondTheRing : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(P2PStagedBeyondTheRing, ReceivesWhatWasSentOnEitherPageSize) {
+  RunOptions o = small_chunks();
+  o.env.push_back({"COLLIE_COPY_PATH", "staged"});
+  o.env.push_back({"COLLIE_P2P_PULL", "auto"});
+  o.env.push_back({"COLLIE_HUGE_PAGES", GetParam()});
+  run_ranks(
+      2,
+      [](int rank) {
+        const int next = 1 - rank, prev = 1 - rank;
+        const int64_t count = (int64_t{3} << 20) / 4 + 7;  // a little over 3 MiB of float32
+        Tensor x = make_tensor({count}, DType::Float32,
+                               [&](int64_t i) { return pattern_value(DType::Float32, rank, i); });
+        CommHandle h = isend(x, next);
+        Tensor y = recv(Tensor::zeros({count}), prev);
+        h.wait();
+        check_tensor(
+            y, DType::Float32, {count},
+            [&](int64_t i) { return pattern_value(DType::Float32, prev, i); }, "whole");
+        // 2.5 MiB starting 12 bytes into x (a view: not page-aligned).
+        const int64_t part = (int64_t{5} << 19) / 4;
+        CommHandle h2 = isend(x.slice(3, 3 + part), next);
+        Tensor z = recv(Tensor::zeros({part}), prev);
+        h2.wait();
+        check_tensor(
+            z, DType::Float32, {part},
+            [&](int64_t i) { return pattern_value(DType::Float32, prev, i + 3); }, "offset");
+      },
+      o);
+}
+
+INSTANTIATE_TEST_SUITE_P(HugePages, P2PStagedBeyondTheRing, ::testing::Values("1", "0"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == "1" ? std::string("huge_pages")
+                                                    : std::string("small_pages");
+                         });
+
 // 4 KiB rings and every message that does not fit pulled; `timeout`: COLLIE_TIMEOUT.
 RunOptions pulling_everything(const char* timeout) {
   RunOptions o = small_chunks();
