@@ -27,7 +27,11 @@
 // finished before anyone returns (and frees its input):
 //   - where the group agreed on CMA, pieces of kCmaPairMin to kCmaPairMax bytes,
 //     read with process_vm_readv (2 ranks, 128 KiB-512 KiB per rank: about 1.5x
-//     faster), and where it prefers single copies (copy_path.h) larger ones too
+//     faster), larger ones too where the sender's input lies on huge pages
+//     (huge_page_probe.h; its header says so, so the receiver agrees: AMD EPYC,
+//     2 ranks, 4 MiB pieces: 0.60-0.74 -> 0.38-0.40 ms, OpenMPI 0.42-0.51; on 4
+//     KiB pages process_vm_readv's pinning costs more than staging saves), and
+//     where it prefers single copies (copy_path.h) larger ones on any pages
 //     (Intel Xeon, 2 ranks, 4 MiB: 437 -> 388 us, OpenMPI 358-393) and from
 //     kCmaPairMinSingleCopy (16 KiB pieces: 3.6 -> 2.5 us, the same with inputs
 //     written just before the call; 8 KiB: 2.3 -> 2.0 us, but 2.4 -> 2.9 so);
@@ -43,9 +47,9 @@
 //   - when every rank's input is in the shared arena (`shared_input`), pieces of
 //     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
 //     shared tensors stay a single step.
-// Which pairs are read that way depends only on their count, which sender and
-// receiver agree on (the count check runs first). Such a piece is never in a
-// compact step: it is larger than a line.
+// Which pairs are read that way depends only on their count and the sender's
+// pages, which sender and receiver agree on (the count check runs first). Such a piece is never in
+// a compact step: it is larger than a line.
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -54,6 +58,7 @@
 #include "backends/shm/cma.h"
 #include "backends/shm/collectives.h"
 #include "backends/shm/engine.h"
+#include "backends/shm/huge_page_probe.h"
 #include "backends/shm/step_op.h"
 #include "backends/shm/step_range.h"
 #include "backends/shm/stream_copy.h"
@@ -147,13 +152,15 @@ class AllToAllOp final : public StepOp {
         cma_(c.group->cma()),
         cma_pair_min_(cma_pair_min(*c.group)),
         cma_pair_max_(cma_pair_max(*c.group)),
-        // One allocation for both: the displacements, then the matrix (step 0).
-        table_(2 * send_.size() + 2 * send_.size() * send_.size()) {
+        // One allocation for all: the displacements, then the matrix and whose
+        // input lies on huge pages (step 0).
+        table_(2 * send_.size() + 2 * send_.size() * send_.size() + send_.size()) {
     const size_t n = send_.size();
     for (size_t i = 1; i < n; ++i) {
       table_[i] = table_[i - 1] + send_[i - 1];
       table_[n + i] = table_[n + i - 1] + recv_[i - 1];
     }
+    in_on_huge_pages_ = input_on_huge_pages();
     // Ranks that passed shared tensors and ranks that did not must not mix.
     // So do ranks that disagree on reading pieces with CMA (they agree on one machine).
     if (shared_) {
@@ -169,7 +176,9 @@ class AllToAllOp final : public StepOp {
       // Counts in the line, pieces in the slot: only when no peer reads a piece
       // from this rank's input, which needs the slot's header (its address).
       bool any_pulled = false;
-      for (size_t d = 0; d < send_.size(); ++d) any_pulled |= d != me() && pulled(send_[d]);
+      for (size_t d = 0; d < send_.size(); ++d) {
+        any_pulled |= d != me() && pulled(send_[d], in_on_huge_pages_);
+      }
       if (!any_pulled) counts_width_ = CompactStep::counts_width(send_, recv_);
     }
   }
@@ -190,12 +199,14 @@ class AllToAllOp final : public StepOp {
           words[n + j] = recv_[j];
         }
         words[2 * n] = reinterpret_cast<uint64_t>(in_);  // for CMA
-        words[2 * n + 1] = in_ref_.chunk | static_cast<uint64_t>(in_ref_.present) << 32;
+        words[2 * n + 1] = in_ref_.chunk | static_cast<uint64_t>(in_ref_.present) << 32 |
+                           (in_on_huge_pages_ ? kInputOnHugePages : 0);
         words[2 * n + 2] = in_ref_.offset;
       }
     }
     for (size_t d = 0; d < n; ++d) {
-      if (d == me() || pulled(send_[d])) continue;  // own piece: input -> output directly
+      // Own piece: input -> output directly.
+      if (d == me() || pulled(send_[d], in_on_huge_pages_)) continue;
       Range r = range_of(step, send_[d], per_step_);
       if (r.len > 0) {
         std::memcpy(piece(slot, d), in_ + (send_displ(d) + r.begin) * esize_, r.len * esize_);
@@ -215,7 +226,7 @@ class AllToAllOp final : public StepOp {
                recv_[me()] * esize_);
     }
     for (size_t p = 0; p < n; ++p) {
-      if (p == me() || pulled(recv_[p])) continue;
+      if (p == me() || pulled(recv_[p], on_huge_pages(p))) continue;
       Range r = range_of(step, recv_[p], per_step_);
       if (r.len == 0) continue;
       const uint8_t* line = line_data(static_cast<int>(p));
@@ -249,11 +260,28 @@ class AllToAllOp final : public StepOp {
 
   size_t me() const { return static_cast<size_t>(group().rank()); }
 
-  // Does the piece of `count` elements between two different ranks skip the slots?
-  bool pulled(size_t count) const {
+  // Set in the header word that holds the arena chunk (bits 0-31) and whether
+  // there is one (bit 32): the sender's input lies on huge pages.
+  static constexpr uint64_t kInputOnHugePages = uint64_t{1} << 40;
+
+  // Does the piece of `count` elements between two different ranks skip the
+  // slots? `sender_on_huge_pages`: the sender's input lies on huge pages.
+  bool pulled(size_t count, bool sender_on_huge_pages) const {
     const size_t bytes = count * esize_;
     if (shared_) return bytes >= kSharedPairMin;
-    return cma_ && bytes >= cma_pair_min_ && bytes < cma_pair_max_;
+    return cma_ && bytes >= cma_pair_min_ && (bytes < cma_pair_max_ || sender_on_huge_pages);
+  }
+
+  // Whether this rank's input lies on huge pages, asked of the kernel only when
+  // the answer can matter: a piece for a peer of kCmaPairMax or more read with CMA.
+  bool input_on_huge_pages() const {
+    if (shared_ || !cma_ || cma_pair_max_ == kNoLimit) return false;
+    size_t sent = 0, largest = 0;
+    for (size_t d = 0; d < send_.size(); ++d) {
+      sent += send_[d];
+      if (d != me()) largest = std::max(largest, send_[d]);
+    }
+    return largest * esize_ >= cma_pair_max_ && lies_on_huge_pages(in_, sent * esize_);
   }
 
   uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
@@ -288,16 +316,21 @@ class AllToAllOp final : public StepOp {
   void read_matrix(const std::vector<const uint8_t*>& slots) {
     const size_t n = slots.size();
     size_t* m = table_.data() + 2 * n;
+    size_t* huge = m + 2 * n * n;
     for (size_t p = 0; p < n; ++p) {
       const uint8_t* line = line_data(static_cast<int>(p));
       if (line[0] != 0) {
         CompactStep::read_counts(line, n, m + p * 2 * n);
+        huge[p] = 0;  // no header: no piece read from its input
       } else {
         std::memcpy(m + p * 2 * n, slots[p], 2 * n * sizeof(uint64_t));
+        huge[p] = (reinterpret_cast<const uint64_t*>(slots[p])[2 * n + 1] & kInputOnHugePages) != 0;
       }
     }
   }
   const size_t* matrix() const { return table_.data() + 2 * send_.size(); }
+  // Whether rank p's input lies on huge pages, as its step 0 said.
+  bool on_huge_pages(size_t p) const { return matrix()[2 * send_.size() * send_.size() + p] != 0; }
 
   // How many steps the staged pieces need. The same on every rank: it reads only
   // the (now agreed) matrix.
@@ -309,7 +342,7 @@ class AllToAllOp final : public StepOp {
       for (size_t j = 0; j < n; ++j) {
         const size_t c = matrix()[i * 2 * n + j];
         if (i == j) continue;  // own pieces: copied in step 0
-        if (pulled(c)) {
+        if (pulled(c, on_huge_pages(i))) {
           any_pulled = true;
         } else {
           staged_max = std::max(staged_max, c);
@@ -335,7 +368,7 @@ class AllToAllOp final : public StepOp {
   void pull_pieces(const std::vector<const uint8_t*>& slots) {
     const size_t n = slots.size();
     for (size_t p = 0; p < n; ++p) {
-      if (p == me() || !pulled(recv_[p])) continue;
+      if (p == me() || !pulled(recv_[p], on_huge_pages(p))) continue;
       const size_t* sends = matrix() + p * 2 * n;
       const auto* words = reinterpret_cast<const uint64_t*>(slots[p]);
       uint64_t from = 0, sent = 0;  // elements before this rank's piece in p's input; all of it
@@ -373,6 +406,7 @@ class AllToAllOp final : public StepOp {
   size_t esize_, header_bytes_, piece_bytes_, per_step_;
   bool cma_;
   size_t cma_pair_min_, cma_pair_max_;  // pieces in [min, max) are read with CMA
+  bool in_on_huge_pages_ = false;       // and larger ones from inputs on huge pages
   // Where each piece starts (n in the input, then n in the output), then the
   // count matrix as read in step 0 (2n per rank: matrix()).
   Counts table_;

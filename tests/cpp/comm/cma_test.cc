@@ -471,6 +471,51 @@ TEST(CmaCopyPathForcedAlgo, ForcedAllReduceAlgorithmStages) {
       o);
 }
 
+// Where the group stages (COLLIE_COPY_PATH=staged), all_to_all pieces of 512
+// KiB or more are read with CMA only from a sender whose input lies on huge
+// pages, as its step-0 header tells the receiver. Rank 0's input (4 MiB) asks for
+// huge pages (collie's tensors of 2 MiB or more do, unless COLLIE_HUGE_PAGES=0),
+// rank 1's (900 KiB) does not: one call then reads one piece with CMA and stages
+// the other, and both ends must agree on which. Every element is checked on both
+// ranks, with huge pages allowed and not.
+class CmaStagedAllToAll : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CmaStagedAllToAll, LargePiecesFromInputsOnEitherPageSize) {
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "staged"}, {"COLLIE_HUGE_PAGES", GetParam()}};
+  run_ranks(
+      2,
+      [](int rank) {
+        const DType dt = DType::Float32;
+        // Elements rank i sends to rank j.
+        const int64_t counts[2][2] = {{(1 << 20) / 4 + 5, (3 << 20) / 4 + 3},
+                                      {(700 << 10) / 4 + 1, (200 << 10) / 4}};
+        const int other = 1 - rank;
+        std::vector<int64_t> send = {counts[rank][0], counts[rank][1]};
+        std::vector<int64_t> recv = {counts[0][rank], counts[1][rank]};
+        // Element k of the piece from i to j holds pattern_value(dt, 16 * i + j, k).
+        Tensor x = make_tensor({send[0] + send[1]}, dt, [&](int64_t k) {
+          const int to = k < send[0] ? 0 : 1;
+          return pattern_value(dt, 16 * rank + to, to == 0 ? k : k - send[0]);
+        });
+        auto [y, h] = all_to_all_single_with_output_shape({recv[0] + recv[1]}, x, recv, send);
+        check_tensor(
+            y, dt, {recv[0] + recv[1]},
+            [&](int64_t k) {
+              const int from = k < recv[0] ? 0 : 1;
+              return pattern_value(dt, 16 * from + rank, from == 0 ? k : k - recv[0]);
+            },
+            "all_to_all, rank " + std::to_string(rank) + " from rank " + std::to_string(other));
+      },
+      o);
+}
+
+INSTANTIATE_TEST_SUITE_P(HugePages, CmaStagedAllToAll, ::testing::Values("1", "0"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == "1" ? std::string("huge_pages")
+                                                    : std::string("small_pages");
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Settings, CmaCopyPath, ::testing::Values("single", "staged"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
