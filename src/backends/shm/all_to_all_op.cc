@@ -29,7 +29,7 @@
 //     read with process_vm_readv (2 ranks, 128 KiB-512 KiB per rank: about 1.5x
 //     faster), larger ones too where the sender's input lies on huge pages
 //     (huge_page_probe.h; its header says so, so the receiver agrees: AMD EPYC,
-//     2 ranks, 4 MiB pieces: 0.60-0.74 -> 0.38-0.40 ms, OpenMPI 0.42-0.51; on 4
+//     2 ranks, 4 MiB pieces: 0.69x OpenMPI -> 1.0-1.1x (0.57-0.61 ms); on 4
 //     KiB pages process_vm_readv's pinning costs more than staging saves), and
 //     where it prefers single copies (copy_path.h) larger ones on any pages
 //     (Intel Xeon, 2 ranks, 4 MiB: 437 -> 388 us, OpenMPI 358-393) and from
