@@ -12,6 +12,11 @@
 //   - AMD EPYC VM (earlier sessions): staging won for p2p messages up to the
 //     ring (2 ranks, 4 MiB: 0.30 ms staged, 0.50 ms pulled) and for all_to_all
 //     pieces from 512 KiB (1 MiB: 48 against 66 us).
+//   - AMD EPYC VM (Zen 4, twentieth session): staging still wins below 1 MiB
+//     and on 4 KiB pages, but for large data on huge pages process_vm_readv
+//     wins by a third (its cost is pinning pages, 4 KiB at a time), so staged
+//     groups read large p2p messages and all_to_all pieces with CMA when the
+//     sender's data lies on huge pages (huge_page_probe.h).
 // So the engine keeps staging by default and prefers single copy where the CPU
 // is one of the first kind (detected by vendor: Intel). A group prefers single
 // copy only if every member does (agreed at its rendezvous, with CMA), so all
