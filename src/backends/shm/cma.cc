@@ -3,6 +3,7 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@ namespace collie::detail {
 
 namespace {
 const uint64_t g_probe = kCmaProbeValue;
+std::atomic<uint64_t> g_bytes_read{0};  // relaxed: a count, ordered by nothing
 
 bool disabled_by_env() {
   const char* v = std::getenv("COLLIE_CMA");
@@ -74,7 +76,10 @@ void cma_move(bool write, pid_t pid, uint8_t* local, uint64_t remote, size_t n,
 
 void cma_read(pid_t pid, void* local, uint64_t remote, size_t n, int peer_world_rank) {
   cma_move(/*write=*/false, pid, static_cast<uint8_t*>(local), remote, n, peer_world_rank);
+  g_bytes_read.fetch_add(n, std::memory_order_relaxed);
 }
+
+uint64_t cma_bytes_read() { return g_bytes_read.load(std::memory_order_relaxed); }
 
 void cma_write(pid_t pid, uint64_t remote, const void* local, size_t n, int peer_world_rank) {
   // process_vm_writev only reads the local iovec; the cast is for the shared helper.

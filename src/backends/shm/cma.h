@@ -38,6 +38,10 @@ bool cma_probe(pid_t pid, uint64_t remote_probe);
 // freed the buffer).
 void cma_read(pid_t pid, void* local, uint64_t remote, size_t n, int peer_world_rank);
 
+// Bytes this process has read from its peers with cma_read so far (tests and
+// diagnostics: which path a call took).
+uint64_t cma_bytes_read();
+
 // Copies n bytes from `local` to `remote` in `pid`'s address space
 // (process_vm_writev: the same permission as reading). CommError as cma_read.
 void cma_write(pid_t pid, uint64_t remote, const void* local, size_t n, int peer_world_rank);

@@ -57,6 +57,8 @@ inline constexpr size_t kDirectMinBytes = 16u << 10;
 // (4.5-4.6 -> 3.4-3.5 written just before), 64 MiB 8.8-9.0 -> 7.7-8.3, 128 MiB
 // even (written before, 20.5 -> 18.8). all_gather of 32 and 64 MiB per rank
 // stays staged: 6.5-6.8 against 6.6-7.2 ms, 14.4-15.5 against 15.3-15.5.
+// Where the group stages, broadcast and scatter from kCmaMaxBytes take CMA too
+// when the root's input lies on huge pages (cma_if_huge_pages.h).
 // Where the group prefers single copies, from kCmaMinBytesSingleCopy (Intel Xeon,
 // 2 ranks, broadcast of 32 KiB: 5.9 -> 2.2 us, 5.8 -> 4.3 with inputs written
 // just before each call; all_gather of 32 KiB per rank 6.1 -> 3.3 us, 6.1 ->

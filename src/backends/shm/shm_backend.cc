@@ -1,5 +1,6 @@
 #include "backends/shm/shm_backend.h"
 
+#include "backends/shm/cma_if_huge_pages.h"
 #include "backends/shm/collectives.h"
 #include "backends/shm/direct_ops.h"
 #include "backends/shm/step_op.h"
@@ -82,6 +83,15 @@ void ShmBackend::broadcast(const WorkPtr& w, const void* in, void* out, size_t c
   if (b) {
     return engine_->submit(group_.get(), make_direct_broadcast(call(w), *b, count, dtype, root));
   }
+  if (cma_if_root_on_huge_pages(bytes)) {
+    return engine_->submit(group_.get(),
+                           make_cma_if_root_on_huge_pages(
+                               call(w), in, bytes, root, [=](const CollectiveCall& c, bool cma) {
+                                 return cma ? make_direct_broadcast(c, cma_buffers(in, out), count,
+                                                                    dtype, root)
+                                            : make_broadcast(c, in, out, count, dtype, root);
+                               }));
+  }
   engine_->submit(group_.get(), make_broadcast(call(w), in, out, count, dtype, root));
 }
 
@@ -103,6 +113,15 @@ void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
   if (!b) b = cma(in, bytes, out);
   if (b) {
     return engine_->submit(group_.get(), make_direct_scatter(call(w), *b, count, dtype, root));
+  }
+  if (cma_if_root_on_huge_pages(bytes)) {
+    return engine_->submit(
+        group_.get(),
+        make_cma_if_root_on_huge_pages(
+            call(w), in, bytes * group_size(), root, [=](const CollectiveCall& c, bool cma) {
+              return cma ? make_direct_scatter(c, cma_buffers(in, out), count, dtype, root)
+                         : make_scatter(c, in, out, count, dtype, root);
+            }));
   }
   engine_->submit(group_.get(), make_scatter(call(w), in, out, count, dtype, root));
 }

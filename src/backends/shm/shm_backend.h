@@ -66,6 +66,13 @@ class ShmBackend final : public Backend {
     }
     return cma_buffers(in, out);
   }
+  // Whether a broadcast or scatter of `bytes` per rank, too large for cma() on a
+  // group that stages, reads the root's input with CMA if it lies on huge pages
+  // (cma_if_huge_pages.h).
+  bool cma_if_root_on_huge_pages(size_t bytes) const {
+    return group_->size() > 1 && group_->cma_for_collectives() && !group_->prefers_single_copy() &&
+           bytes >= kCmaMaxBytes;
+  }
   // Private buffers for a reduction through CMA (direct_ops.h): where the group
   // prefers single copies and agreed on CMA, from `min_bytes` per rank up to
   // `max_bytes`, unless COLLIE_ALLREDUCE_ALGO forces a staged algorithm.

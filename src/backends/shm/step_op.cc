@@ -27,6 +27,8 @@ std::string Fingerprint::describe() const {
     case 3: return s + " on private tensors (CMA)";
     case 5:
       return s + " (a slot per step: more ranks than CPUs)";
+    case 7:
+      return s + " (the root telling where its input lies: cma_if_huge_pages.h)";
     default: return s;
   }
 }

@@ -11,6 +11,9 @@
 // from 128 KiB where the group prefers single copies); ctest runs the world cases again with
 // COLLIE_CMA=always (cma_forced_always) so that 3 and 4 ranks take the CMA path
 // on small machines too.
+#include "backends/shm/cma.h"
+
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 #include <functional>
 #include <thread>
 
+#include "backends/shm/huge_page_probe.h"
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -506,6 +510,98 @@ TEST_P(CmaStagedAllToAll, LargePiecesFromInputsOnEitherPageSize) {
               return pattern_value(dt, 16 * from + rank, from == 0 ? k : k - recv[0]);
             },
             "all_to_all, rank " + std::to_string(rank) + " from rank " + std::to_string(other));
+      },
+      o);
+}
+
+// Memory for a root's input that asks for huge pages or refuses them (madvise),
+// 2 MiB-aligned, unmapped when it goes.
+class Region {
+ public:
+  Region(size_t bytes, bool huge) : bytes_(bytes + (2u << 20)) {
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+    base_ = static_cast<uint8_t*>(p);
+    const uintptr_t aligned =
+        (reinterpret_cast<uintptr_t>(base_) + (2u << 20) - 1) & ~uintptr_t{(2u << 20) - 1};
+    data_ = reinterpret_cast<uint8_t*>(aligned);
+    madvise(data_, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  }
+  ~Region() { munmap(base_, bytes_); }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  size_t bytes_;
+  uint8_t* base_;
+  uint8_t* data_;
+};
+
+// Broadcasts and scatters of more than kCmaMaxBytes per rank on a group that
+// stages (cma_if_huge_pages.h): the non-root reads the root's input with CMA
+// when it lies on huge pages and stages it otherwise, as the root answers for
+// each call. Inputs alternate between memory that asks for huge pages and
+// memory that refuses them, and roots alternate; every element is checked on
+// both ranks, and the bytes the non-root read through CMA show which way each
+// call went: all of its share when the root's input lay on huge pages (where
+// the machine gives them), none otherwise.
+TEST(CmaStagedRooted, NonRootsReadTheRootsInputOnlyFromHugePages) {
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "staged"}};
+  run_ranks(
+      2,
+      [](int rank) {
+        const DType dt = DType::Float32;
+        const int64_t count = (9 << 20) / 4 + 16;  // elements per rank: 9 MiB and a bit
+        const size_t bytes = static_cast<size_t>(count) * 4;
+        for (int root = 0; root < 2; ++root) {
+          for (bool huge : {true, false}) {
+            const std::string what = std::string(huge ? "huge" : "4 KiB") + " pages, root " +
+                                     std::to_string(root) + ", rank " + std::to_string(rank);
+            Region region(2 * bytes, huge);
+            // Fills the root's input (n elements of pattern `key`) and returns
+            // the root's answer, which the non-root must follow.
+            auto root_input = [&](int64_t n, int key, Tensor* input) {
+              if (rank == root) {
+                *input = Tensor::from_blob(region.data(), {n}, dt);
+                input->copy_from(
+                    make_tensor({n}, dt, [&](int64_t i) { return pattern_value(dt, key, i); }));
+              } else {
+                *input = Tensor::zeros({n}, dt);
+              }
+              const bool on_huge = rank == root && collie::detail::lies_on_huge_pages(
+                                                       region.data(), static_cast<size_t>(n) * 4);
+              const bool answer =
+                  all_reduce(Tensor::full({1}, on_huge ? 1 : 0), ReduceOp::MAX).first.item(0) == 1;
+              // With huge pages asked for, only a machine without transparent
+              // huge pages (or a kernel that cannot tell) answers no.
+              if (!huge) RCHECK(!answer) << what;
+              return answer;
+            };
+
+            Tensor x;
+            bool cma = root_input(count, 10 + root, &x);
+            uint64_t before = collie::detail::cma_bytes_read();
+            Tensor y = broadcast(x, root);
+            RCHECK_EQ(collie::detail::cma_bytes_read() - before, rank != root && cma ? bytes : 0)
+                << "broadcast, " << what;
+            check_tensor(
+                y, dt, {count}, [&](int64_t i) { return pattern_value(dt, 10 + root, i); },
+                "broadcast, " + what);
+
+            Tensor s;
+            cma = root_input(2 * count, 20 + root, &s);
+            before = collie::detail::cma_bytes_read();
+            Tensor z = scatter_tensor(s, root);
+            RCHECK_EQ(collie::detail::cma_bytes_read() - before, rank != root && cma ? bytes : 0)
+                << "scatter, " << what;
+            check_tensor(
+                z, dt, {count},
+                [&](int64_t i) { return pattern_value(dt, 20 + root, rank * count + i); },
+                "scatter, " + what);
+          }
+        }
       },
       o);
 }

@@ -103,6 +103,19 @@ void cma_all_reduces() {
   for (int i = 0; i < 200; ++i) collie::all_reduce(x);
 }
 
+// Broadcasts from rank 1, the rank the test kills, of 9 MiB (COLLIE_COPY_PATH=
+// staged and COLLIE_CMA=always, set by the test): beyond the CMA range of a
+// group that stages, so each starts with rank 1 telling the others whether its
+// input lies on huge pages, then they read it with process_vm_readv or through
+// the slots (cma_if_huge_pages.h). Enough of them to last a few hundred
+// milliseconds.
+void huge_page_broadcasts() {
+  auto x = collie::Tensor::ones({(9 << 20) / 4});
+  collie::all_reduce(collie::Tensor::ones({16}));
+  enter();
+  for (int i = 0; i < 100; ++i) collie::broadcast(x, 1);
+}
+
 // The rank the test will signal ($COLLIE_FAULT_VICTIM), -1 in runs without a fault.
 int fault_victim() {
   const char* victim = std::getenv("COLLIE_FAULT_VICTIM");
@@ -153,6 +166,11 @@ const std::map<std::string, std::function<void(int, int)>>& scenarios() {
        [](int, int) {
          collie::init();
          cma_all_reduces();
+       }},
+      {"kill_cma_broadcast",
+       [](int, int) {
+         collie::init();
+         huge_page_broadcasts();
        }},
       {"stop_cma_all_reduce",
        [](int, int) {

@@ -131,9 +131,10 @@ std::map<std::string, std::string> env_of(const std::string& scenario, int victi
   if (scenario == "kill_batch" || scenario == "kill_pulled") env["COLLIE_P2P_RING_BYTES"] = "16K";
   if (scenario == "kill_batch") env["COLLIE_P2P_PULL"] = "never";
   if (scenario == "kill_pulled") env["COLLIE_P2P_PULL"] = "always";
-  // The CMA all_reduce (3 ranks on any machine: direct_ops.h).
+  // The CMA all_reduce (3 ranks on any machine: direct_ops.h); the large
+  // broadcasts on a group that stages (cma_if_huge_pages.h).
   if (scenario.find("_cma_") != std::string::npos) {
-    env["COLLIE_COPY_PATH"] = "single";
+    env["COLLIE_COPY_PATH"] = scenario == "kill_cma_broadcast" ? "staged" : "single";
     env["COLLIE_CMA"] = "always";
   }
   if (victim >= 0) env["COLLIE_FAULT_VICTIM"] = std::to_string(victim);
@@ -226,6 +227,17 @@ TEST(FaultInjection, SigkillMidAllReduce) {
 TEST(FaultInjection, SigkillMidCmaAllReduce) {
   Faulted x;
   ASSERT_TRUE(killed_mid_operation("kill_cma_all_reduce", "all_reduce", &x));
+  expect_clean(*x.job, x.f);
+}
+
+// The same inside broadcasts of 9 MiB from the killed rank on a group that
+// stages: each starts with the root telling the others whether its input lies
+// on huge pages, then they read it with process_vm_readv (or through the slots,
+// where it does not). A survivor fails waiting for that answer, reading the
+// dead root's memory, or waiting for its data.
+TEST(FaultInjection, SigkillMidLargeBroadcastFromTheKilledRoot) {
+  Faulted x;
+  ASSERT_TRUE(killed_mid_operation("kill_cma_broadcast", "broadcast", &x));
   expect_clean(*x.job, x.f);
 }
 
