@@ -25,6 +25,7 @@
 
 #include "backends/shm/huge_page_probe.h"
 #include "comm_test_util.h"
+#include "memory_pages.h"
 
 namespace collie::testing {
 namespace {
@@ -514,30 +515,6 @@ TEST_P(CmaStagedAllToAll, LargePiecesFromInputsOnEitherPageSize) {
       o);
 }
 
-// Memory for a root's input that asks for huge pages or refuses them (madvise),
-// 2 MiB-aligned, unmapped when it goes.
-class Region {
- public:
-  Region(size_t bytes, bool huge) : bytes_(bytes + (2u << 20)) {
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    base_ = static_cast<uint8_t*>(p);
-    const uintptr_t aligned =
-        (reinterpret_cast<uintptr_t>(base_) + (2u << 20) - 1) & ~uintptr_t{(2u << 20) - 1};
-    data_ = reinterpret_cast<uint8_t*>(aligned);
-    madvise(data_, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-  }
-  ~Region() { munmap(base_, bytes_); }
-  Region(const Region&) = delete;
-  Region& operator=(const Region&) = delete;
-  void* data() const { return data_; }
-
- private:
-  size_t bytes_;
-  uint8_t* base_;
-  uint8_t* data_;
-};
-
 // Broadcasts and scatters of more than kCmaMaxBytes per rank on a group that
 // stages (cma_if_huge_pages.h): the non-root reads the root's input with CMA
 // when it lies on huge pages and stages it otherwise, as the root answers for
@@ -559,7 +536,7 @@ TEST(CmaStagedRooted, NonRootsReadTheRootsInputOnlyFromHugePages) {
           for (bool huge : {true, false}) {
             const std::string what = std::string(huge ? "huge" : "4 KiB") + " pages, root " +
                                      std::to_string(root) + ", rank " + std::to_string(rank);
-            Region region(2 * bytes, huge);
+            AdvisedMapping region(2 * bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
             // Fills the root's input (n elements of pattern `key`) and returns
             // the root's answer, which the non-root must follow.
             auto root_input = [&](int64_t n, int key, Tensor* input) {

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/block_cache.h"
+#include "memory_pages.h"
 
 namespace collie {
 namespace {
@@ -55,24 +55,7 @@ TEST(BlockCache, AFreedLargeBlockServesTheNextRequestOfItsSize) {
 }
 
 // The flags of the mapping that holds `address` (/proc/self/smaps "VmFlags:").
-std::string vm_flags_of(const void* address) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(address);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    unsigned long begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream range(line);
-    if (range >> std::hex >> begin >> dash >> end && dash == '-' &&
-        line.find(':') > line.find(' ')) {  // a mapping's first line: "begin-end perms ..."
-      inside = begin <= at && at < end;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return "";
-}
+std::string vm_flags_of(const void* address) { return testing::smaps_line(address, "VmFlags:"); }
 
 bool kernel_has_thp() {
   std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
