@@ -274,6 +274,7 @@ void ShmEngine::submit_send(SendRequest request) {
     const uint64_t bytes = request.nbytes;
     return start_blocking_transfer(
         [&] {
+          if (p2p_.send_at_once(request)) return;
           p2p_.add_send(std::move(request));
           p2p_.advance_sends(dst);
         },
@@ -282,6 +283,7 @@ void ShmEngine::submit_send(SendRequest request) {
   const Work& work = *request.work;  // its caller holds it
   const int dst = request.dst;
   const bool started = try_start_async(work, [&] {
+    if (p2p_.send_at_once(request)) return;
     p2p_.add_send(std::move(request));
     p2p_.advance_sends(dst);
   });
@@ -294,6 +296,7 @@ void ShmEngine::submit_recv(RecvRequest request) {
     const uint64_t bytes = request.nbytes;
     return start_blocking_transfer(
         [&] {
+          if (p2p_.receive_at_once(request)) return;
           p2p_.add_recv(std::move(request));
           p2p_.advance_incoming(src);
         },
@@ -311,6 +314,7 @@ void ShmEngine::submit_recv(RecvRequest request) {
   const bool started = try_start_async(
       work,
       [&] {
+        if (p2p_.receive_at_once(request)) return;
         p2p_.add_recv(std::move(request));
         p2p_.advance_incoming(src);
       },

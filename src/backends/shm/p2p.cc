@@ -160,6 +160,64 @@ void P2PMatcher::add_recv(RecvRequest request) {
   posted_[static_cast<size_t>(recv.req.src)].push_back(std::move(recv));
 }
 
+bool P2PMatcher::send_at_once(SendRequest& r) {
+  const int me = world_.rank();
+  const auto dst = static_cast<size_t>(r.dst);
+  const uint64_t size = world_.ring_bytes();
+  const uint64_t wanted = sizeof(MessageHeader) + r.nbytes;
+  // Never a message add_send would pull (it fits the ring and is below
+  // pull_.from_bytes), nor one that would overtake an earlier send.
+  if (channel_broken_[dst] || !sends_[dst].empty() || !awaiting_pull_[dst].empty() ||
+      wanted > size || r.nbytes >= pull_.from_bytes) {
+    return false;
+  }
+  RingControl& ctl = world_.ring_control(me, r.dst);
+  uint64_t& head = sent_head_[dst];
+  uint64_t& tail = known_tail_[dst];  // may lag: then less room
+  if (size - (head - tail) < wanted) {
+    tail = ctl.tail.load(std::memory_order_acquire);
+    if (size - (head - tail) < wanted) return false;
+  }
+  uint8_t* ring = world_.ring_data(me, r.dst);
+  const MessageHeader h{kMessageMagic, static_cast<uint32_t>(r.dtype), r.tag, r.group_id, r.nbytes};
+  ring_write(ring, size, head, &h, sizeof(h));
+  ring_write(ring, size, head + sizeof(h), r.data, r.nbytes);
+  head += wanted;
+  ctl.head.store(head, std::memory_order_release);
+  complete(r.work, nullptr);
+  ring_(r.dst, Ring::kBytes);
+  return true;
+}
+
+bool P2PMatcher::receive_at_once(RecvRequest& r) {
+  const int me = world_.rank();
+  const auto src = static_cast<size_t>(r.src);
+  Incoming& in = incoming_[src];
+  // Anything posted or buffered from the source comes first (matching order).
+  if (source_broken_[src] || in.in_payload || !posted_[src].empty() || !unexpected_[src].empty()) {
+    return false;
+  }
+  RingControl& ctl = world_.ring_control(r.src, me);
+  const uint64_t head = ctl.head.load(std::memory_order_acquire);
+  if (head - in.tail < sizeof(MessageHeader) + r.nbytes) return false;
+  const uint8_t* ring = world_.ring_data(r.src, me);
+  const uint64_t size = world_.ring_bytes();
+  MessageHeader h;
+  ring_read(ring, size, in.tail, &h, sizeof(h));
+  // Exactly what this receive expects, or the general path (which also judges
+  // corrupt headers and mismatches).
+  if (h.magic != kMessageMagic || !matches(h, r) || h.nbytes != r.nbytes ||
+      h.dtype != static_cast<uint32_t>(r.dtype)) {
+    return false;
+  }
+  ring_read(ring, size, in.tail + sizeof(h), r.data, r.nbytes);
+  in.tail += sizeof(h) + r.nbytes;
+  ctl.tail.store(in.tail, std::memory_order_release);
+  complete(r.work, nullptr);
+  ring_(r.src, Ring::kBytes);  // the sender may be waiting for space
+  return true;
+}
+
 void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
   if (u.deferred) return deliver_pulled(u, r);
   if (!u.error.empty()) {

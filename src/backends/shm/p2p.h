@@ -132,6 +132,16 @@ class P2PMatcher {
 
   void add_send(SendRequest request);
   void add_recv(RecvRequest request);
+  // The common small transfer, finished on the spot without the queues: a send
+  // whose whole message fits the free part of its ring while nothing else to
+  // that rank waits, and a receive whose message lies whole at the front of its
+  // source's ring while nothing from that source is posted or buffered. True if
+  // the request was done and completed; false leaves it untouched, for
+  // add_send / add_recv. What they skip (the queue entry, the deadline clock,
+  // the matching loop) was a sixth of a small exchange's instructions (2 ranks,
+  // batch_isend_irecv of 8 B: 4,153 -> 3,396 per call on rank 0; 0.75 -> 0.59 us).
+  bool send_at_once(SendRequest& request);
+  bool receive_at_once(RecvRequest& request);
   // Who runs a pass: a caller waiting in a blocking call for its Work, or the
   // progress thread while no caller waits. Only a caller gives a deferred message
   // from a rank it sends to a short grace, none if it waits for that very send

@@ -37,14 +37,7 @@ class SelfMatcher {
   // Sends `values` with `tag`; the message is in the ring when this returns.
   void send(const std::vector<int32_t>& values, int64_t tag) {
     sent_.push_back(values);
-    SendRequest r;
-    r.work = std::make_shared<Work>(info(OpKind::Send));
-    r.dst = 0;
-    r.group_id = kGroupId;
-    r.tag = tag;
-    r.data = sent_.back().data();
-    r.nbytes = values.size() * sizeof(int32_t);
-    r.dtype = DType::Int32;
+    SendRequest r = send_request(sent_.back(), tag);
     matcher_.add_send(r);
     matcher_.advance_sends(0);
     ASSERT_TRUE(r.work->is_completed()) << "a send that fits the ring completes when written";
@@ -53,19 +46,44 @@ class SelfMatcher {
   // Posts a receive of `count` int32 with `tag` and returns its buffer and Work.
   std::pair<std::shared_ptr<std::vector<int32_t>>, WorkPtr> post_recv(size_t count, int64_t tag) {
     auto buffer = std::make_shared<std::vector<int32_t>>(count, -1);
-    RecvRequest r;
-    r.work = std::make_shared<Work>(info(OpKind::Recv));
-    r.src = 0;
-    r.group_id = kGroupId;
-    r.tag = tag;
-    r.data = buffer->data();
-    r.nbytes = count * sizeof(int32_t);
-    r.dtype = DType::Int32;
+    RecvRequest r = recv_request(*buffer, tag);
     WorkPtr work = r.work;
     matcher_.add_recv(r);
     return {buffer, work};
   }
 
+  // The same through the at-once paths: false if the matcher declined (the
+  // request then went nowhere and the receive's buffer is untouched).
+  bool send_at_once(const std::vector<int32_t>& values, int64_t tag) {
+    sent_.push_back(values);
+    SendRequest r = send_request(sent_.back(), tag);
+    if (!matcher_.send_at_once(r)) return false;
+    EXPECT_TRUE(r.work->is_completed()) << "a send done at once is complete";
+    return true;
+  }
+  struct AtOnce {
+    bool taken;
+    std::shared_ptr<std::vector<int32_t>> buffer;
+    WorkPtr work;
+  };
+  AtOnce receive_at_once(size_t count, int64_t tag) {
+    auto buffer = std::make_shared<std::vector<int32_t>>(count, -1);
+    RecvRequest r = recv_request(*buffer, tag);
+    const bool taken = matcher_.receive_at_once(r);
+    return {taken, buffer, r.work};
+  }
+
+  // A send left to stream through the ring (its Work, not yet complete if the
+  // message is larger than the room).
+  WorkPtr queue_send(const std::vector<int32_t>& values, int64_t tag) {
+    sent_.push_back(values);
+    SendRequest r = send_request(sent_.back(), tag);
+    WorkPtr work = r.work;
+    matcher_.add_send(r);
+    matcher_.advance_sends(0);
+    return work;
+  }
+  bool advance_sends() { return matcher_.advance_sends(0); }
   bool advance_incoming() { return matcher_.advance_incoming(0); }
   // Bytes written to the ring and not yet read by the receiving side.
   uint64_t unread_bytes() const {
@@ -74,6 +92,28 @@ class SelfMatcher {
   }
 
  private:
+  static SendRequest send_request(const std::vector<int32_t>& values, int64_t tag) {
+    SendRequest r;
+    r.work = std::make_shared<Work>(info(OpKind::Send));
+    r.dst = 0;
+    r.group_id = kGroupId;
+    r.tag = tag;
+    r.data = values.data();
+    r.nbytes = values.size() * sizeof(int32_t);
+    r.dtype = DType::Int32;
+    return r;
+  }
+  static RecvRequest recv_request(std::vector<int32_t>& buffer, int64_t tag) {
+    RecvRequest r;
+    r.work = std::make_shared<Work>(info(OpKind::Recv));
+    r.src = 0;
+    r.group_id = kGroupId;
+    r.tag = tag;
+    r.data = buffer.data();
+    r.nbytes = buffer.size() * sizeof(int32_t);
+    r.dtype = DType::Int32;
+    return r;
+  }
   static OpInfo info(OpKind kind) {
     OpInfo i;
     i.kind = kind;
@@ -180,6 +220,71 @@ TEST(P2PMatcher, AWrongSizedReceiveOfAnUnreadMessageFailsNamingBothSizes) {
     EXPECT_NE(std::string(e.what()).find("expects 16 bytes"), std::string::npos) << e.what();
   }
   EXPECT_EQ(m.unread_bytes(), 0u) << "the message is consumed (discarded)";
+}
+
+TEST(P2PMatcher, AtOnceASmallMessageIsWrittenAndTakenWhole) {
+  SelfMatcher m;
+  ASSERT_TRUE(m.send_at_once(iota_from(40, 5), /*tag=*/3));
+  EXPECT_EQ(m.unread_bytes(), kHeaderBytes + 20);
+  auto got = m.receive_at_once(5, 3);
+  ASSERT_TRUE(got.taken);
+  ASSERT_TRUE(got.work->is_completed());
+  got.work->wait();
+  EXPECT_EQ(*got.buffer, iota_from(40, 5));
+  EXPECT_EQ(m.unread_bytes(), 0u);
+}
+
+TEST(P2PMatcher, AtOnceTakesOnlyTheMessageAskedFor) {
+  SelfMatcher m;
+  m.send(iota_from(7, 3), /*tag=*/1);
+  // Another tag, size or nothing there yet: declined, nothing read or written.
+  for (auto [count, tag] : {std::pair<size_t, int64_t>{3, 2}, {4, 1}, {2, 1}}) {
+    auto other = m.receive_at_once(count, tag);
+    EXPECT_FALSE(other.taken) << count << " elements, tag " << tag;
+    EXPECT_FALSE(other.work->is_completed());
+    EXPECT_EQ(*other.buffer, std::vector<int32_t>(count, -1));
+    EXPECT_EQ(m.unread_bytes(), kHeaderBytes + 12);
+  }
+  auto got = m.receive_at_once(3, 1);
+  ASSERT_TRUE(got.taken);
+  EXPECT_EQ(*got.buffer, iota_from(7, 3));
+  EXPECT_FALSE(m.receive_at_once(3, 1).taken) << "the ring is empty now";
+}
+
+TEST(P2PMatcher, AtOnceNeverOvertakesABufferedMessageOfTheSameTag) {
+  SelfMatcher m;
+  const size_t big = kRingBytes / 4 / sizeof(int32_t) + 1;  // over a quarter: buffered
+  m.send(iota_from(0, big), 1);
+  m.advance_incoming();
+  ASSERT_EQ(m.unread_bytes(), 0u);
+  ASSERT_TRUE(m.send_at_once(iota_from(500, 2), 1));
+  EXPECT_FALSE(m.receive_at_once(2, 1).taken) << "the buffered message is first in line";
+  auto [first, w1] = m.post_recv(big, 1);
+  ASSERT_TRUE(w1->is_completed());
+  EXPECT_EQ(*first, iota_from(0, big));
+  auto second = m.receive_at_once(2, 1);
+  ASSERT_TRUE(second.taken);
+  EXPECT_EQ(*second.buffer, iota_from(500, 2));
+}
+
+TEST(P2PMatcher, AtOnceASendWaitsBehindOneStillStreaming) {
+  SelfMatcher m;
+  const size_t large = 1500;  // 6,000 bytes through a 4,096-byte ring
+  WorkPtr streaming = m.queue_send(iota_from(0, large), 1);
+  EXPECT_FALSE(streaming->is_completed());
+  m.advance_incoming();  // reads what is there (buffered: no receive yet)
+  ASSERT_EQ(m.unread_bytes(), 0u) << "the ring has room again";
+  EXPECT_FALSE(m.send_at_once(iota_from(900, 1), 2)) << "it would pass the rest of the one above";
+  m.advance_sends();
+  ASSERT_TRUE(streaming->is_completed());
+  m.advance_incoming();
+  auto [got, work] = m.post_recv(large, 1);
+  ASSERT_TRUE(work->is_completed());
+  EXPECT_EQ(*got, iota_from(0, large));
+  ASSERT_TRUE(m.send_at_once(iota_from(1100, 1), 2)) << "nothing queued any more";
+  auto last = m.receive_at_once(1, 2);
+  ASSERT_TRUE(last.taken);
+  EXPECT_EQ(*last.buffer, iota_from(1100, 1));
 }
 
 }  // namespace
