@@ -15,6 +15,10 @@ Group::Group(std::string name, std::vector<int> world_ranks, int my_world_rank,
       rank_(-1),
       timeout_seconds_(timeout_seconds),
       backend_(std::move(backend)) {
+  ranks_are_world_ranks_ = true;
+  for (size_t i = 0; i < world_ranks_.size(); ++i) {
+    ranks_are_world_ranks_ &= world_ranks_[i] == static_cast<int>(i);
+  }
   rank_ = group_rank_of(my_world_rank);
   const auto n = static_cast<unsigned>(world_ranks_.size());
   if (std::has_single_bit(n)) size_shift_ = std::countr_zero(n);
@@ -26,7 +30,7 @@ Group::Group(std::string name, std::vector<int> world_ranks, int my_world_rank,
 
 Group::~Group() = default;
 
-int Group::group_rank_of(int world_rank) const {
+int Group::find_group_rank(int world_rank) const {
   auto it = std::find(world_ranks_.begin(), world_ranks_.end(), world_rank);
   return it == world_ranks_.end() ? -1 : static_cast<int>(it - world_ranks_.begin());
 }

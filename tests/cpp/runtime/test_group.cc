@@ -3,6 +3,7 @@
 // call (a shift for power-of-two sizes, a division otherwise: the same answers).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -37,6 +38,26 @@ TEST(Group, MapsWorldRanksToGroupRanks) {
   EXPECT_EQ(g.group_rank_of(3), 0);
   EXPECT_EQ(g.group_rank_of(1), 2);
   EXPECT_EQ(g.group_rank_of(4), -1);
+}
+
+TEST(Group, MapsWorldRanksToGroupRanksForEveryOrderAndSize) {
+  // The world's own order (a range check), reversed, and a gapped subset (searched).
+  for (int n = 1; n <= 5; ++n) {
+    std::vector<int> in_order(static_cast<size_t>(n)), reversed(static_cast<size_t>(n));
+    std::iota(in_order.begin(), in_order.end(), 0);
+    std::iota(reversed.rbegin(), reversed.rend(), 0);
+    std::vector<int> gapped;
+    for (int i = 0; i < n; ++i) gapped.push_back(2 * i);
+    for (const auto& ranks : {in_order, reversed, gapped}) {
+      Group g("g", ranks, ranks.back(), 10, nullptr);
+      EXPECT_EQ(g.rank(), n - 1);
+      for (int w = -2; w <= 2 * n + 1; ++w) {
+        const auto it = std::find(ranks.begin(), ranks.end(), w);
+        const int want = it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+        EXPECT_EQ(g.group_rank_of(w), want) << "world rank " << w << " in a group of " << n;
+      }
+    }
+  }
 }
 
 }  // namespace
