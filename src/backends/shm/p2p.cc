@@ -400,6 +400,24 @@ bool P2PMatcher::leave_in_ring(int src, const MessageHeader& h, uint64_t avail) 
          avail == sizeof(MessageHeader) + h.nbytes && posted_[static_cast<size_t>(src)].empty();
 }
 
+bool P2PMatcher::take_whole_into_first_posted(int src, const MessageHeader& h, const uint8_t* ring,
+                                              uint64_t pos, uint64_t avail) {
+  auto& posted = posted_[static_cast<size_t>(src)];
+  if (posted.empty()) return false;
+  Recv& r = posted.front();
+  // on_header would pick this receive too (the first posted that matches); the
+  // exact header is also a valid one.
+  if (h.magic != kMessageMagic || !matches(h, r.req) || h.nbytes != r.req.nbytes ||
+      h.dtype != static_cast<uint32_t>(r.req.dtype) || avail < sizeof(MessageHeader) + h.nbytes) {
+    return false;
+  }
+  ring_read(ring, world_.ring_bytes(), pos + sizeof(MessageHeader), r.req.data, h.nbytes);
+  const WorkPtr work = std::move(r.req.work);
+  posted.pop_front();
+  complete(work, nullptr);
+  return true;
+}
+
 bool P2PMatcher::advance_incoming(int src) {
   if (source_broken_[static_cast<size_t>(src)]) return false;
   Incoming& in = incoming_[static_cast<size_t>(src)];
@@ -417,6 +435,12 @@ bool P2PMatcher::advance_incoming(int src) {
       MessageHeader h;
       ring_read(ring, size, tail, &h, sizeof(h));
       if (leave_in_ring(src, h, avail)) break;
+      if (take_whole_into_first_posted(src, h, ring, tail, avail)) {
+        tail += sizeof(h) + h.nbytes;
+        moved = true;
+        if (++messages == kMessagesPerPass) break;
+        continue;
+      }
       tail += sizeof(h);
       moved = true;
       std::string why;

@@ -287,5 +287,49 @@ TEST(P2PMatcher, AtOnceASendWaitsBehindOneStillStreaming) {
   EXPECT_EQ(*last.buffer, iota_from(1100, 1));
 }
 
+TEST(P2PMatcher, AWaitingReceiveTakesItsWholeMessageStraight) {
+  SelfMatcher m;
+  auto [got, work] = m.post_recv(4, 9);
+  m.advance_incoming();
+  EXPECT_FALSE(work->is_completed());
+  m.send(iota_from(60, 4), 9);
+  EXPECT_TRUE(m.advance_incoming());
+  ASSERT_TRUE(work->is_completed());
+  work->wait();
+  EXPECT_EQ(*got, iota_from(60, 4));
+  EXPECT_EQ(m.unread_bytes(), 0u);
+}
+
+TEST(P2PMatcher, AMessageForALaterPostedReceiveGoesToThatOne) {
+  SelfMatcher m;
+  auto [first, w1] = m.post_recv(2, 1);
+  auto [second, w2] = m.post_recv(2, 2);
+  auto [third, w3] = m.post_recv(3, 1);
+  m.send(iota_from(10, 2), 2);  // for the second receive, not the first posted
+  m.send(iota_from(20, 2), 1);  // the first
+  m.send(iota_from(30, 3), 1);  // the third
+  m.advance_incoming();
+  ASSERT_TRUE(w1->is_completed() && w2->is_completed() && w3->is_completed());
+  EXPECT_EQ(*first, iota_from(20, 2));
+  EXPECT_EQ(*second, iota_from(10, 2));
+  EXPECT_EQ(*third, iota_from(30, 3));
+}
+
+TEST(P2PMatcher, AWaitingReceiveOfTheWrongSizeFailsNamingBothSizes) {
+  SelfMatcher m;
+  auto [got, work] = m.post_recv(2, 1);
+  m.send(iota_from(0, 3), 1);
+  m.advance_incoming();
+  ASSERT_TRUE(work->is_completed());
+  try {
+    work->wait();
+    FAIL() << "a 12-byte message into an 8-byte receive must fail";
+  } catch (const CommError& e) {
+    EXPECT_NE(std::string(e.what()).find("sent 12 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expects 8 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(*got, std::vector<int32_t>(2, -1)) << "nothing written into the receive";
+}
+
 }  // namespace
 }  // namespace collie::detail
