@@ -160,15 +160,4 @@ void ShmGroup::agree_on_cma() {
   prefers_single_copy_ = prefers_single_copy_ && cma_;
 }
 
-RingControl& ShmGroup::ring_control(int owner, int dst) const {
-  return reinterpret_cast<RingControl*>(
-      static_cast<uint8_t*>(segments_[static_cast<size_t>(owner)].data()) +
-      layout_.ring_controls)[dst];
-}
-
-uint8_t* ShmGroup::ring_data(int owner, int dst) const {
-  return static_cast<uint8_t*>(segments_[static_cast<size_t>(owner)].data()) + layout_.ring_data +
-         static_cast<size_t>(dst) * config_.ring_bytes;
-}
-
 }  // namespace collie::detail

@@ -81,8 +81,14 @@ class ShmGroup {
   uint8_t* small_slot(int group_rank, uint64_t step) const {
     return segment_base(group_rank) + layout_.small_slots + (step % kStepLines) * kSmallSlotBytes;
   }
-  RingControl& ring_control(int owner, int dst) const;
-  uint8_t* ring_data(int owner, int dst) const;
+  // The p2p ring owner -> dst (world group): its control lines and its data.
+  // Inline: every pass of a waiting caller looks at each source's head.
+  RingControl& ring_control(int owner, int dst) const {
+    return reinterpret_cast<RingControl*>(segment_base(owner) + layout_.ring_controls)[dst];
+  }
+  uint8_t* ring_data(int owner, int dst) const {
+    return segment_base(owner) + layout_.ring_data + static_cast<size_t>(dst) * config_.ring_bytes;
+  }
   pid_t pid(int group_rank) const { return header(group_rank).pid; }
   // Every member can read every other's memory with process_vm_readv (cma.h);
   // the same answer on every rank.
