@@ -30,11 +30,12 @@ kinds=("$@")
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
         -DCOLLIE_WITH_PYTHON=OFF -DCOLLIE_BUILD_EXAMPLES=OFF)
 
-# Unit tests of the core and runtime (run directly: they carry no ctest label), the
-# operations, the harness, the launcher, fault injection and the stress test.
+# Unit tests of the core, the runtime and the p2p matcher (run directly: the
+# ctest labels below do not select them), the operations, the harness, the
+# launcher, fault injection and the stress test.
 asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels
            core_test_small_pool core_test_message_buffer runtime_test_flight_recorder
-           runtime_test_work runtime_test_futex_mutex runtime_test_group)
+           runtime_test_work runtime_test_futex_mutex runtime_test_group backends_test_p2p_matcher)
 asan_targets=("${asan_core[@]}" harness_test
               all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test eager_rooted_test
               barrier_test p2p_test batch_isend_irecv_test all_to_all_test groups_test
