@@ -92,27 +92,24 @@ class SelfMatcher {
   }
 
  private:
-  static SendRequest send_request(const std::vector<int32_t>& values, int64_t tag) {
-    SendRequest r;
-    r.work = std::make_shared<Work>(info(OpKind::Send));
-    r.dst = 0;
+  // A request of `count` int32 at `data` with `tag`, to or from rank 0 (this
+  // rank: a request's peer defaults to 0).
+  template <typename Request, typename Pointer>
+  static Request request(OpKind kind, Pointer data, size_t count, int64_t tag) {
+    Request r;
+    r.work = std::make_shared<Work>(info(kind));
     r.group_id = kGroupId;
     r.tag = tag;
-    r.data = values.data();
-    r.nbytes = values.size() * sizeof(int32_t);
+    r.data = data;
+    r.nbytes = count * sizeof(int32_t);
     r.dtype = DType::Int32;
     return r;
   }
+  static SendRequest send_request(const std::vector<int32_t>& values, int64_t tag) {
+    return request<SendRequest>(OpKind::Send, values.data(), values.size(), tag);
+  }
   static RecvRequest recv_request(std::vector<int32_t>& buffer, int64_t tag) {
-    RecvRequest r;
-    r.work = std::make_shared<Work>(info(OpKind::Recv));
-    r.src = 0;
-    r.group_id = kGroupId;
-    r.tag = tag;
-    r.data = buffer.data();
-    r.nbytes = buffer.size() * sizeof(int32_t);
-    r.dtype = DType::Int32;
-    return r;
+    return request<RecvRequest>(OpKind::Recv, buffer.data(), buffer.size(), tag);
   }
   static OpInfo info(OpKind kind) {
     OpInfo i;
@@ -131,6 +128,20 @@ std::vector<int32_t> iota_from(int32_t first, size_t count) {
 }
 
 constexpr uint64_t kHeaderBytes = sizeof(MessageHeader);
+
+// `work` failed with the CommError of a message of `sent` bytes into a receive
+// of `expected`, naming both sizes.
+void expect_size_mismatch(Work& work, int sent, int expected) {
+  try {
+    work.wait();
+    FAIL() << "a " << sent << "-byte message into a " << expected << "-byte receive must fail";
+  } catch (const CommError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("sent " + std::to_string(sent) + " bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("expects " + std::to_string(expected) + " bytes"), std::string::npos)
+        << what;
+  }
+}
 
 TEST(P2PMatcher, SmallMessageWithNoReceivePostedStaysInTheRingForItsReceive) {
   SelfMatcher m;
@@ -212,13 +223,7 @@ TEST(P2PMatcher, AWrongSizedReceiveOfAnUnreadMessageFailsNamingBothSizes) {
   auto [got, work] = m.post_recv(4, 1);
   m.advance_incoming();
   ASSERT_TRUE(work->is_completed());
-  try {
-    work->wait();
-    FAIL() << "a 12-byte message into a 16-byte receive must fail";
-  } catch (const CommError& e) {
-    EXPECT_NE(std::string(e.what()).find("sent 12 bytes"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("expects 16 bytes"), std::string::npos) << e.what();
-  }
+  expect_size_mismatch(*work, 12, 16);
   EXPECT_EQ(m.unread_bytes(), 0u) << "the message is consumed (discarded)";
 }
 
@@ -321,13 +326,7 @@ TEST(P2PMatcher, AWaitingReceiveOfTheWrongSizeFailsNamingBothSizes) {
   m.send(iota_from(0, 3), 1);
   m.advance_incoming();
   ASSERT_TRUE(work->is_completed());
-  try {
-    work->wait();
-    FAIL() << "a 12-byte message into an 8-byte receive must fail";
-  } catch (const CommError& e) {
-    EXPECT_NE(std::string(e.what()).find("sent 12 bytes"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("expects 8 bytes"), std::string::npos) << e.what();
-  }
+  expect_size_mismatch(*work, 12, 8);
   EXPECT_EQ(*got, std::vector<int32_t>(2, -1)) << "nothing written into the receive";
 }
 
