@@ -256,14 +256,19 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, const Shap
   Tensor t{Bare{}};
   t.dtype_ = dtype;
   t.layout_ = strides.empty() ? contiguous_layout(shape) : make_layout(shape, strides);
-  // The extent the view can reach: one past the element with the largest offset.
-  int64_t extent = shape_numel(shape) == 0 ? 0 : 1;
-  for (size_t d = 0; d < shape.size() && extent > 0; ++d) {
-    if (t.strides()[d] < 0) {
-      throw ValueError("from_blob: negative strides are not supported, got " +
-                       shape_to_string(t.strides()));
+  // The extent the view can reach: one past the element with the largest offset
+  // (a contiguous view, as every empty_shared() tensor, reaches every element).
+  const int64_t numel = shape_numel(shape);
+  int64_t extent = numel;
+  if (!strides.empty() && numel > 0) {
+    extent = 1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (strides[d] < 0) {
+        throw ValueError("from_blob: negative strides are not supported, got " +
+                         shape_to_string(strides));
+      }
+      extent += (shape[d] - 1) * strides[d];
     }
-    extent += (shape[d] - 1) * t.strides()[d];
   }
   if (data == nullptr && extent > 0) {
     throw ValueError("from_blob: null data for shape " + shape_to_string(shape));

@@ -11,7 +11,11 @@ namespace collie {
 Tensor empty_shared(const Shape& shape, DType dtype) {
   // Checked like a shape of Tensor::uninitialized (negative sizes → ValueError).
   const int64_t numel = shape_numel(shape);
-  {
+  auto& arena = detail::SharedArena::instance();
+  // The arena serves from init() to release() on the shm backend: then there is
+  // nothing to check under the runtime's lock (small calls on shared tensors
+  // allocate their outputs here).
+  if (!arena.serving()) {
     auto& st = detail::runtime_state();
     std::lock_guard<std::mutex> lock(st.mu);
     if (!st.initialized) {
@@ -20,7 +24,7 @@ Tensor empty_shared(const Shape& shape, DType dtype) {
     if (st.backend != "shm") return Tensor::uninitialized(shape, dtype);
   }
   const size_t nbytes = static_cast<size_t>(numel) * element_size(dtype);
-  auto [ptr, deleter] = detail::SharedArena::instance().allocate(nbytes);
+  auto [ptr, deleter] = arena.allocate(nbytes);
   return Tensor::from_blob(ptr, shape, dtype, {}, std::move(deleter));
 }
 

@@ -86,6 +86,54 @@ struct SharedArena::Chunk {
   }
 };
 
+// A block handed out, as its deleter knows it.
+struct SharedArena::Block {
+  std::shared_ptr<Chunk> chunk;  // keeps the chunk mapped while the block lives
+  size_t at = 0;                 // offset in the chunk's segment
+  size_t len = 0;
+  uint64_t generation = 0;  // the arena's when the block was carved
+};
+
+// Freed one-page blocks kept by the thread that freed them (a small call's
+// output dies on the thread that asked for it), which allocate() hands out
+// again without taking a lock or making a record. Trivially destructible, so
+// a block freed during the thread's teardown, after Teardown flushed it, still
+// reads it (torn_down) and goes straight to its chunk.
+struct SharedArena::PageCache {
+  static constexpr unsigned kPages = 32;  // 128 KiB of arena per thread at most
+  Block* blocks[kPages];
+  unsigned count;
+  bool armed;  // Teardown is registered for this thread
+  bool torn_down;
+
+  struct Teardown {
+    ~Teardown() {
+      PageCache& cache = page_cache();
+      cache.torn_down = true;
+      cache.flush();
+    }
+  };
+  void arm() {
+    thread_local Teardown teardown;
+    (void)teardown;
+    armed = true;
+  }
+  // Gives every kept block back to its chunk.
+  void flush() {
+    while (count > 0) return_to_chunk(blocks[--count]);
+  }
+};
+
+SharedArena::PageCache& SharedArena::page_cache() {
+  thread_local PageCache cache{};
+  return cache;
+}
+
+void SharedArena::return_to_chunk(Block* block) {
+  block->chunk->give_back(block->at, block->len);
+  delete block;
+}
+
 SharedArena& SharedArena::instance() {
   // Never destroyed: blocks may be freed during static destruction (a tensor held
   // by a Python object, say) and must still find their chunk's bookkeeping.
@@ -103,18 +151,27 @@ void SharedArena::configure(const std::string& job_id, int world_rank) {
   for (const auto& c : chunks_) Segment::unlink(c->segment.name());  // not shut down before
   job_id_ = job_id;
   world_rank_ = world_rank;
-  chunks_.clear();
-  has_chunks_.store(false, std::memory_order_release);
+  forget_chunks();
   active_ = true;
+  serving_.store(true, std::memory_order_release);
 }
 
 void SharedArena::shutdown() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!active_) return;
   for (const auto& c : chunks_) Segment::unlink(c->segment.name());
+  forget_chunks();
+  active_ = false;
+  serving_.store(false, std::memory_order_release);
+}
+
+void SharedArena::forget_chunks() {
   chunks_.clear();
   has_chunks_.store(false, std::memory_order_release);
-  active_ = false;
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  // The calling thread's kept pages would hold their chunks mapped until it next
+  // allocates one; other threads' go back when they do (or exit).
+  page_cache().flush();
 }
 
 void SharedArena::unlink_names() {
@@ -146,8 +203,34 @@ std::shared_ptr<SharedArena::Chunk> SharedArena::new_chunk(size_t min_bytes) {
   return chunk;
 }
 
+std::pair<void*, std::function<void(void*)>> SharedArena::hand_out(Block* block) {
+  // One pointer: std::function keeps it inline (no allocation per block).
+  return {block->chunk->base() + block->at,
+          [block](void*) { SharedArena::instance().free_block(block); }};
+}
+
+void SharedArena::free_block(Block* block) {
+  PageCache& cache = page_cache();
+  if (block->len == kPage && !cache.torn_down && cache.count < PageCache::kPages &&
+      block->generation == generation_.load(std::memory_order_acquire)) {
+    if (!cache.armed) cache.arm();
+    cache.blocks[cache.count++] = block;
+    return;
+  }
+  return_to_chunk(block);
+}
+
 std::pair<void*, std::function<void(void*)>> SharedArena::allocate(size_t nbytes) {
   const size_t len = round_up(std::max<size_t>(nbytes, 1), kPage);
+  if (len == kPage) {
+    PageCache& cache = page_cache();
+    const uint64_t generation = generation_.load(std::memory_order_acquire);
+    while (cache.count > 0) {
+      Block* block = cache.blocks[--cache.count];
+      if (block->generation == generation) return hand_out(block);
+      return_to_chunk(block);  // carved before the arena was reconfigured
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (!active_) {
     throw RuntimeError(
@@ -163,7 +246,9 @@ std::pair<void*, std::function<void(void*)>> SharedArena::allocate(size_t nbytes
       break;
     }
   }
-  // Before growing, let the kept single pages merge into larger free ranges.
+  // Before growing, let the kept single pages (this thread's too) merge into
+  // larger free ranges.
+  if (!chunk && len > kPage) page_cache().flush();
   for (auto it = chunks_.begin(); !chunk && len > kPage && it != chunks_.end(); ++it) {
     std::lock_guard<std::mutex> chunk_lock((*it)->mu);
     if ((*it)->free_pages.empty()) continue;
@@ -175,17 +260,31 @@ std::pair<void*, std::function<void(void*)>> SharedArena::allocate(size_t nbytes
     std::lock_guard<std::mutex> chunk_lock(chunk->mu);
     offset = chunk->take(len);
   }
-  const size_t at = *offset;
-  return {chunk->base() + at, [chunk, at, len](void*) { chunk->give_back(at, len); }};
+  return hand_out(
+      new Block{std::move(chunk), *offset, len, generation_.load(std::memory_order_relaxed)});
 }
 
 ArenaRef SharedArena::locate(const void* p, size_t nbytes) const {
   if (!has_chunks_.load(std::memory_order_acquire)) return ArenaRef{};
   const auto* b = static_cast<const uint8_t*>(p);
+  // The chunk this thread found last, valid while no chunk was forgotten since:
+  // every collective asks about its input, and its tensors are mostly in one chunk.
+  struct LastFound {
+    uint64_t generation;
+    const uint8_t* base;
+    const uint8_t* end;
+    uint32_t id;
+  };
+  thread_local LastFound last{};
+  if (last.generation == generation_.load(std::memory_order_acquire) &&
+      b >= last.base + kHeaderBytes && b + nbytes <= last.end) {
+    return ArenaRef{last.id, 1, static_cast<uint64_t>(b - last.base)};
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& c : chunks_) {
     const uint8_t* base = c->base();
     if (b >= base + kHeaderBytes && b + nbytes <= base + c->segment.size()) {
+      last = {generation_.load(std::memory_order_relaxed), base, base + c->segment.size(), c->id};
       return ArenaRef{c->id, 1, static_cast<uint64_t>(b - base)};
     }
   }

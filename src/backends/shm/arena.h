@@ -8,7 +8,12 @@
 // followed by the blocks. Blocks are page-aligned, first-fit, coalesced on free
 // (freed one-page blocks are kept aside for reuse, and merged back before the
 // arena grows), and chunks stay until release(): like a caching allocator,
-// repeated collectives reuse the same pages (already mapped by every peer). A
+// repeated collectives reuse the same pages (already mapped by every peer).
+// Every small call on shared tensors allocates its output here and frees it
+// soon after, so the thread that frees a one-page block keeps it (PageCache in
+// arena.cc) and hands it out again without a lock or a record, and locate()
+// remembers per thread the chunk it found last (2 ranks, all_reduce of 8 B on
+// shared tensors: 3,094 -> 2,647 instructions per call, ordinary ones 2,300). A
 // chunk's name stays linked until release() because peers map it lazily, the
 // first time a collective names it; `collie run` removes the names of a rank
 // that died.
@@ -65,6 +70,8 @@ class SharedArena {
   ArenaRef locate(const void* p, size_t nbytes) const;
   // False while no chunk exists: then nothing is shared (one atomic load).
   bool in_use() const { return has_chunks_.load(std::memory_order_acquire); }
+  // Whether allocate() serves blocks: between configure() and shutdown().
+  bool serving() const { return serving_.load(std::memory_order_acquire); }
 
   // Chunk segment name for `world_rank`'s chunk `chunk` of job `job_id`.
   static std::string chunk_name(const std::string& job_id, int world_rank, uint32_t chunk);
@@ -73,14 +80,26 @@ class SharedArena {
 
  private:
   struct Chunk;
+  struct Block;
+  struct PageCache;
+  static PageCache& page_cache();
+  static void return_to_chunk(Block* block);
   mutable std::mutex mu_;
   std::string job_id_;
   int world_rank_ = -1;
   bool active_ = false;
+  std::atomic<bool> serving_{false};     // active_, readable without the lock
   std::atomic<bool> has_chunks_{false};  // lets locate() skip the lock when empty
+  // Bumped whenever chunks are forgotten (configure, shutdown): what a thread
+  // remembers of an earlier generation (cached pages, the last chunk found) is
+  // no longer this arena's.
+  std::atomic<uint64_t> generation_{1};
   std::vector<std::shared_ptr<Chunk>> chunks_;
 
   std::shared_ptr<Chunk> new_chunk(size_t min_bytes);
+  void forget_chunks();  // the caller holds mu_
+  std::pair<void*, std::function<void(void*)>> hand_out(Block* block);
+  void free_block(Block* block);
 };
 
 // Peers' chunks, mapped on demand. Not thread-safe: the engine's progress lock

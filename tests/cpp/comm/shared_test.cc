@@ -5,8 +5,11 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "comm_test_util.h"
 
@@ -237,6 +240,60 @@ TEST(Shared, FreedSmallBlocksAreReusedAndMergeAgainForLargeOnes) {
     RCHECK(one.data_ptr() > large.data_ptr());
     auto [y, h] = all_reduce(large.slice(0, 8));
     RCHECK_EQ(y.numel(), 8);
+  });
+}
+
+// A thread keeps the one-page blocks it frees and hands them out again without
+// a lock; after release() and init() those pages belong to the old arena, so
+// neither that thread nor is_shared() may treat them as the new one's.
+TEST(Shared, PagesKeptByAThreadDoNotOutliveTheirArena) {
+  run_ranks(1, [](int) {
+    std::mutex mu;
+    std::condition_variable cv;
+    int stage = 0;  // 1: the thread freed its page; 2: the arena was rebuilt
+    void* freed_page = nullptr;
+    void* second = nullptr;
+    bool second_shared = false;
+    std::thread worker([&] {
+      Tensor page = empty_shared({4}, DType::Float32);
+      freed_page = page.data_ptr();
+      page = Tensor();  // kept by this thread
+      Tensor again = empty_shared({4}, DType::Float32);
+      RCHECK_EQ(again.data_ptr(), freed_page) << "the thread's freed page comes back first";
+      again = Tensor();
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        stage = 1;
+        cv.notify_all();
+        cv.wait(lock, [&] { return stage == 2; });
+      }
+      Tensor fresh = empty_shared({4}, DType::Float32);
+      second = fresh.data_ptr();
+      second_shared = is_shared(fresh);
+    });
+    Tensor old = empty_shared({2}, DType::Int64);  // keeps the old chunk mapped
+    RCHECK(is_shared(old));
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stage == 1; });
+    }
+    release();
+    init();
+    Tensor new_block = empty_shared({4}, DType::Float32);  // the new arena has a chunk
+    RCHECK(!is_shared(old)) << "a block of the arena before release() is not in the new one";
+    RCHECK(is_shared(new_block));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stage = 2;
+      cv.notify_all();
+    }
+    worker.join();
+    RCHECK(second != freed_page) << "a page kept across release() was handed out again";
+    RCHECK(second_shared) << "the thread's new page is in the new arena";
+    Tensor x = empty_shared({3}, DType::Float32);
+    RCHECK(is_shared(x));
+    auto [y, h] = all_reduce(x);
+    RCHECK_EQ(y.numel(), 3);
   });
 }
 
