@@ -231,6 +231,7 @@ std::pair<void*, std::function<void(void*)>> SharedArena::allocate(size_t nbytes
       return_to_chunk(block);  // carved before the arena was reconfigured
     }
   }
+  auto block = std::make_unique<Block>();  // before a range is taken, which it must return
   std::lock_guard<std::mutex> lock(mu_);
   if (!active_) {
     throw RuntimeError(
@@ -260,8 +261,8 @@ std::pair<void*, std::function<void(void*)>> SharedArena::allocate(size_t nbytes
     std::lock_guard<std::mutex> chunk_lock(chunk->mu);
     offset = chunk->take(len);
   }
-  return hand_out(
-      new Block{std::move(chunk), *offset, len, generation_.load(std::memory_order_relaxed)});
+  *block = Block{std::move(chunk), *offset, len, generation_.load(std::memory_order_relaxed)};
+  return hand_out(block.release());
 }
 
 ArenaRef SharedArena::locate(const void* p, size_t nbytes) const {
