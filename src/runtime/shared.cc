@@ -9,7 +9,14 @@
 namespace collie {
 
 Tensor empty_shared(const Shape& shape, DType dtype) {
-  // Checked like a shape of Tensor::uninitialized (negative sizes → ValueError).
+  // Checked like a shape of Tensor::uninitialized, before anything is allocated
+  // (two negative sizes would make a positive count).
+  for (int64_t extent : shape) {
+    if (extent < 0) {
+      throw ValueError("empty_shared: invalid shape " + shape_to_string(shape) +
+                       ": sizes must be >= 0");
+    }
+  }
   const int64_t numel = shape_numel(shape);
   auto& arena = detail::SharedArena::instance();
   // The arena serves from init() to release() on the shm backend: then there is

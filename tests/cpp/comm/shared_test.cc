@@ -290,6 +290,12 @@ TEST(Shared, PagesKeptByAThreadDoNotOutliveTheirArena) {
     worker.join();
     RCHECK(second != freed_page) << "a page kept across release() was handed out again";
     RCHECK(second_shared) << "the thread's new page is in the new arena";
+    // A rejected shape takes no page (two negative sizes make a positive count).
+    Tensor page = empty_shared({4}, DType::Float32);
+    void* kept = page.data_ptr();
+    page = Tensor();
+    RCHECK_THROWS(empty_shared({-2, -2}), ValueError, "sizes must be >= 0");
+    RCHECK_EQ(empty_shared({4}, DType::Float32).data_ptr(), kept) << "the kept page is still free";
     Tensor x = empty_shared({3}, DType::Float32);
     RCHECK(is_shared(x));
     auto [y, h] = all_reduce(x);
