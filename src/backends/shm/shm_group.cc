@@ -100,6 +100,8 @@ void ShmGroup::create_own_segment() {
   h->ring_bytes = config_.ring_bytes;
   h->cma_probe = reinterpret_cast<uint64_t>(cma_probe_word());
   h->magic.store(kSegmentMagic, std::memory_order_release);
+  // This rank writes all of its segment: slots, and a ring to every peer.
+  mine.prefault(0, layout_.total);
 }
 
 void ShmGroup::map_peers_and_unlink() {
@@ -121,6 +123,13 @@ void ShmGroup::map_peers_and_unlink() {
                       "): set COLLIE_SHM_SLOT_BYTES / COLLIE_P2P_RING_BYTES alike on every rank");
     }
     seg = std::move(candidate);
+    // Of a peer's segment this rank touches the header, step lines and slots,
+    // and the one ring that peer writes to it (Segment::prefault).
+    const size_t rings = config_.with_rings ? layout_.ring_data : layout_.total;
+    seg.prefault(0, rings);
+    if (config_.with_rings) {
+      seg.prefault(rings + static_cast<size_t>(rank()) * config_.ring_bytes, config_.ring_bytes);
+    }
     return true;
   };
   // A peer whose segment is not mapped yet has no known pid: not known dead.
