@@ -21,12 +21,18 @@
 // the receiver reads its own memory at the address the stream names, a real
 // buffer or an unmapped one; an unreadable one fails only that message, and an
 // unexpected message's buffer grows in doubling pieces as reads succeed.
+// Start bytes of 6 mod 8 make arena-pulled messages instead: the payload is
+// named by chunk and offset in the rank's shared arena, which holds one real
+// block; the location is inside that block or anything at all (a chunk that
+// does not exist, an offset or size past the chunk), which fails only that
+// message.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <memory>
 
+#include "backends/shm/arena.h"
 #include "backends/shm/p2p.h"
 #include "backends/shm/shm_group.h"
 #include "runtime/work.h"
@@ -47,6 +53,31 @@ ShmGroup& world() {
   static ShmGroup* g =
       new ShmGroup(collie::detail::self_world_config("fuzz", kGroupId, kRingBytes, 1));
   return *g;
+}
+
+// The rank's shared arena, serving the world's job, and where its one block
+// lies: arena-pulled messages read from there (through PeerArenas, as from a
+// peer's arena).
+struct ArenaBlock {
+  collie::detail::ArenaRef ref;
+  size_t nbytes = 0;
+};
+const ArenaBlock& arena_block() {
+  static const ArenaBlock block = [] {
+    auto& arena = collie::detail::SharedArena::instance();
+    arena.configure(world().config().job_id, 0);
+    const size_t nbytes = 1 << 16;
+    auto [data, free_block] = arena.allocate(nbytes);
+    (void)free_block;  // kept for the whole run
+    std::memset(data, 0x5a, nbytes);
+    return ArenaBlock{arena.locate(data, nbytes), nbytes};
+  }();
+  return block;
+}
+
+collie::detail::PeerArenas& peer_arenas() {
+  static auto* arenas = new collie::detail::PeerArenas(world().config().job_id);
+  return *arenas;
 }
 
 struct Posted {
@@ -91,6 +122,32 @@ std::vector<uint8_t> build_stream(const uint8_t* p, size_t n) {
       h.group_id = f[2] % 2 == 0 ? kGroupId : kGroupId + f[2];
       h.nbytes = 0;
       for (int b = 0; b < 5; ++b) h.nbytes |= static_cast<uint64_t>(f[3 + b]) << (8 * b);
+      if (kind % 8 == 6) {
+        // An arena-pulled message: the header, then the payload's chunk and
+        // offset. Even first byte: inside the arena's block (the size kept
+        // within it); odd: chunk, offset and size as the input says.
+        h.magic = collie::detail::kArenaPulledMessageMagic;
+        auto a = take(13);
+        a.resize(13, 0);
+        collie::detail::ArenaRef ref;
+        if (a[0] % 2 == 0) {
+          const ArenaBlock& block = arena_block();
+          const uint64_t at = a[1] * 64u;
+          ref = block.ref;
+          ref.offset += at;
+          h.nbytes = std::min<uint64_t>(h.nbytes, block.nbytes - at);
+        } else {
+          std::memcpy(&ref.chunk, a.data() + 1, 4);
+          ref.chunk %= 4;  // chunk 0 exists, 1-3 do not
+          std::memcpy(&ref.offset, a.data() + 5, 8);
+        }
+        ref.present = 0;  // not trusted: the receiver sets it
+        const auto* hb = reinterpret_cast<const uint8_t*>(&h);
+        out.insert(out.end(), hb, hb + sizeof h);
+        const auto* rb = reinterpret_cast<const uint8_t*>(&ref);
+        out.insert(out.end(), rb, rb + sizeof ref);
+        continue;
+      }
       if (kind % 4 == 2) {
         // A pulled message: the header, then where the payload is. Even address
         // byte: inside a real buffer of this process (the read succeeds; the size
@@ -146,7 +203,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ctl.head.store(0);
   ctl.tail.store(0);
   P2PMatcher matcher(
-      g, [](int, Ring) {}, [](bool) {});
+      g, peer_arenas(), [](int, Ring) {}, [](bool) {});
   std::vector<std::unique_ptr<Posted>> posted;
   for (size_t i = 0; i < before; ++i) {
     posted.push_back(make_recv(specs + 4 * i));

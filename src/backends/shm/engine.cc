@@ -56,10 +56,10 @@ void add_as_only_writer(std::atomic<T>& counter, std::make_signed_t<T> delta) {
 
 ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
     : world_(std::move(world)),
-      p2p_(
-          *world_, [this](int r, Ring what) { ring(r, what); },
-          [this](bool blocking) { finished_one(blocking); }),
       peer_arenas_(world_->config().job_id),
+      p2p_(
+          *world_, peer_arenas_, [this](int r, Ring what) { ring(r, what); },
+          [this](bool blocking) { finished_one(blocking); }),
       pending_async_(my_doorbell().async_pending) {
   // Spinning only pays when every rank has a core to itself; on an oversubscribed
   // machine it steals the time the peer needs to make progress.

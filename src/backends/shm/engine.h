@@ -82,8 +82,8 @@ class ShmEngine final : public ProgressDriver {
   };
 
   std::shared_ptr<ShmGroup> world_;
+  PeerArenas peer_arenas_;  // before p2p_, which reads from it
   P2PMatcher p2p_;
-  PeerArenas peer_arenas_;
   Inbox inbox_;
   Inbox taken_;  // what the last pass took from inbox_ (progress lock held)
   std::vector<ShmGroup*> groups_;  // progress thread only

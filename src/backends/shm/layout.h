@@ -24,6 +24,10 @@ inline constexpr uint32_t kMessageMagic = 0xC011E5E5u;
 // A pulled message: the header is followed by the 8-byte address of the payload
 // in the sender's memory instead of the payload (p2p.h).
 inline constexpr uint32_t kPulledMessageMagic = 0xC011E5E6u;
+// A pulled message whose payload lies in the sender's shared arena (arena.h):
+// the header is followed by the 16-byte ArenaRef of the payload, which the
+// receiver copies from its own mapping of that chunk, without CMA (p2p.h).
+inline constexpr uint32_t kArenaPulledMessageMagic = 0xC011E5E7u;
 
 struct SegmentHeader {
   std::atomic<uint64_t> magic{0};  // stored last (release): the segment is initialised

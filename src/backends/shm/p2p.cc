@@ -43,22 +43,27 @@ uint64_t ring_offset(uint64_t size, uint64_t pos) {
 // those that do not fit the ring when there are more ranks than CPUs, and those
 // of kPullFromBytes (kPullFromBytesOversubscribed) or more too where the world
 // prefers single copies; elsewhere those that do not fit the ring and lie on
-// huge pages.
+// huge pages. Messages in the shared arena: from kArenaPullFromBytes
+// (kPullFromBytesOversubscribed), and beyond the ring, unless never.
 P2PMatcher::PullRule pull_rule(const ShmGroup& world) {
-  constexpr uint64_t kNone = ~uint64_t{0};
+  using Rule = P2PMatcher::PullRule;
+  constexpr uint64_t kNever = Rule::kNever;
   const bool oversubscribed = world.config().oversubscribed;
   const uint64_t from_bytes =
       oversubscribed ? P2PMatcher::kPullFromBytesOversubscribed : P2PMatcher::kPullFromBytes;
+  const uint64_t arena_from_bytes =
+      oversubscribed ? P2PMatcher::kPullFromBytesOversubscribed : P2PMatcher::kArenaPullFromBytes;
   const char* v = std::getenv("COLLIE_P2P_PULL");
   const std::string policy = v != nullptr ? v : "auto";
-  if (policy == "always") return {true, from_bytes};
-  if (policy == "never") return {false, kNone};
+  if (policy == "always")
+    return Rule{true, from_bytes, false, std::min(from_bytes, arena_from_bytes)};
+  if (policy == "never") return Rule{false, kNever, false, kNever};
   if (policy != "auto" && !policy.empty()) {
     throw ValueError("environment variable COLLIE_P2P_PULL='" + policy +
                      "' is not auto, always or never");
   }
-  if (world.prefers_single_copy()) return {true, from_bytes};
-  return {oversubscribed, kNone, /*beyond_ring_on_huge_pages=*/true};
+  if (world.prefers_single_copy()) return Rule{true, from_bytes, false, arena_from_bytes};
+  return Rule{oversubscribed, kNever, /*beyond_ring_on_huge_pages=*/true, arena_from_bytes};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t,
@@ -76,9 +81,10 @@ std::string describe(const RecvRequest& r) {
   return r.work->info().describe_transfer(/*is_send=*/false, r.src, r.tag);
 }
 
-P2PMatcher::P2PMatcher(ShmGroup& world, std::function<void(int, Ring)> ring,
-                       std::function<void(bool)> finished)
+P2PMatcher::P2PMatcher(ShmGroup& world, PeerArenas& peer_arenas,
+                       std::function<void(int, Ring)> ring, std::function<void(bool)> finished)
     : world_(world),
+      peer_arenas_(peer_arenas),
       ring_(std::move(ring)),
       finished_(std::move(finished)),
       sends_(static_cast<size_t>(world.size())),
@@ -128,12 +134,21 @@ void P2PMatcher::add_send(SendRequest request) {
     return;
   }
   const bool beyond_ring = request.nbytes + sizeof(MessageHeader) > world_.ring_bytes();
-  const bool pulled = world_.cma() && dst != world_.rank() &&
-                      (request.nbytes >= pull_.from_bytes || (beyond_ring && pull_.beyond_ring) ||
-                       (beyond_ring && pull_.beyond_ring_on_huge_pages &&
-                        lies_on_huge_pages(request.data, request.nbytes)));
+  const bool remote = dst != world_.rank();
+  const bool pull_any = request.nbytes >= pull_.from_bytes || (beyond_ring && pull_.beyond_ring);
+  // Data in the shared arena is pulled from it from arena_from_bytes, and beyond
+  // the ring (p2p.h).
+  ArenaRef arena;
+  if (remote && (request.nbytes >= pull_.arena_from_bytes ||
+                 (beyond_ring && pull_.arena_from_bytes != PullRule::kNever))) {
+    arena = SharedArena::instance().locate(request.data, request.nbytes);
+  }
+  const bool pulled =
+      arena.present != 0 || (world_.cma() && remote &&
+                             (pull_any || (beyond_ring && pull_.beyond_ring_on_huge_pages &&
+                                           lies_on_huge_pages(request.data, request.nbytes))));
   sends_[static_cast<size_t>(dst)].push_back(
-      Send{std::move(request), false, 0, coarse_now(), pulled, 0});
+      Send{std::move(request), false, 0, coarse_now(), pulled, 0, arena});
 }
 
 void P2PMatcher::add_recv(RecvRequest request) {
@@ -171,6 +186,10 @@ bool P2PMatcher::send_at_once(SendRequest& r) {
       wanted > size || r.nbytes >= pull_.from_bytes) {
     return false;
   }
+  // Nor one add_send would pull from the shared arena.
+  if (r.nbytes >= pull_.arena_from_bytes &&
+      SharedArena::instance().locate(r.data, r.nbytes).present)
+    return false;
   RingControl& ctl = world_.ring_control(me, r.dst);
   uint64_t& head = sent_head_[dst];
   uint64_t& tail = known_tail_[dst];  // may lag: then less room
@@ -261,21 +280,28 @@ bool P2PMatcher::advance_sends(int dst) {
   bool moved = false;
   while (!queue.empty()) {
     Send& s = queue.front();
+    // A pulled message is its header and where its payload lies.
+    const uint64_t location_bytes = s.arena.present ? sizeof(ArenaRef) : sizeof(uint64_t);
     const uint64_t wanted =
-        s.pulled ? sizeof(MessageHeader) + sizeof(uint64_t)
+        s.pulled ? sizeof(MessageHeader) + location_bytes
                  : (s.header_written ? 0 : sizeof(MessageHeader)) + (s.req.nbytes - s.sent);
     if (size - (head - tail) < wanted) tail = ctl.tail.load(std::memory_order_acquire);
     uint64_t space = size - (head - tail);
     if (s.pulled) {
-      // Header and address are published together (one head update), so a
-      // receiver that sees the header sees the address.
-      const uint64_t address = reinterpret_cast<uint64_t>(s.req.data);
-      if (space < sizeof(MessageHeader) + sizeof address) break;
-      MessageHeader h{kPulledMessageMagic, static_cast<uint32_t>(s.req.dtype), s.req.tag,
-                      s.req.group_id, s.req.nbytes};
+      // Header and location are published together (one head update), so a
+      // receiver that sees the header sees where the payload is.
+      if (space < wanted) break;
+      const uint32_t magic = s.arena.present ? kArenaPulledMessageMagic : kPulledMessageMagic;
+      MessageHeader h{magic, static_cast<uint32_t>(s.req.dtype), s.req.tag, s.req.group_id,
+                      s.req.nbytes};
       ring_write(ring, size, head, &h, sizeof(h));
-      ring_write(ring, size, head + sizeof(h), &address, sizeof address);
-      head += sizeof(h) + sizeof address;
+      if (s.arena.present) {
+        ring_write(ring, size, head + sizeof(h), &s.arena, sizeof s.arena);
+      } else {
+        const uint64_t address = reinterpret_cast<uint64_t>(s.req.data);
+        ring_write(ring, size, head + sizeof(h), &address, sizeof address);
+      }
+      head += wanted;
       s.header_written = true;
       s.pull_seq = ++pulls_sent_[static_cast<size_t>(dst)];
       s.last_progress = coarse_now();
@@ -363,7 +389,8 @@ bool P2PMatcher::append_unexpected(int src, const uint8_t* ring, uint64_t pos, u
 }
 
 bool P2PMatcher::valid_header(const MessageHeader& h, std::string* why) {
-  if (h.magic != kMessageMagic && h.magic != kPulledMessageMagic) {
+  if (h.magic != kMessageMagic && h.magic != kPulledMessageMagic &&
+      h.magic != kArenaPulledMessageMagic) {
     *why = "bad header magic";
     return false;
   }
@@ -459,18 +486,25 @@ bool P2PMatcher::advance_incoming(int src) {
         break;
       }
       avail -= sizeof(h);
-      if (h.magic == kPulledMessageMagic) {
-        uint64_t address = 0;
-        if (!world_.cma() || avail < sizeof address) {
+      if (h.magic == kPulledMessageMagic || h.magic == kArenaPulledMessageMagic) {
+        const bool in_arena = h.magic == kArenaPulledMessageMagic;
+        const uint64_t location_bytes = in_arena ? sizeof(ArenaRef) : sizeof(uint64_t);
+        if ((!in_arena && !world_.cma()) || avail < location_bytes) {
           break_source(src, "p2p stream from rank " + std::to_string(src) +
-                                " is corrupt (a pulled message without CMA or address)");
+                                " is corrupt (a pulled message without CMA or location)");
           tail = head;
           break;
         }
-        ring_read(ring, size, tail, &address, sizeof address);
-        tail += sizeof address;
-        avail -= sizeof address;
-        take_pulled(src, h, address);
+        PulledFrom from;
+        if (in_arena) {
+          ring_read(ring, size, tail, &from.arena, sizeof from.arena);
+          from.arena.present = 1;
+        } else {
+          ring_read(ring, size, tail, &from.address, sizeof from.address);
+        }
+        tail += location_bytes;
+        avail -= location_bytes;
+        take_pulled(src, h, from);
         if (source_broken_[static_cast<size_t>(src)]) {
           tail = head;
           break;

@@ -43,11 +43,20 @@
 // process_vm_readv pins page by page; a message that does not fit the ring and
 // lies on huge pages (huge_page_probe.h, asked by the sender) is pulled there
 // too (8 MiB: 1.23-1.29 ms streamed, 0.78-0.87 ms pulled; on 4 KiB pages 0.98-1.15
-// against 2.3-2.6 ms). A send that fails (timeout) after publishing its header is marked
-// cancelled (pulls_cancelled), so a receiver arriving late refuses to read memory
-// the sender no longer guarantees. COLLIE_P2P_PULL=always|never overrides the
-// choice (always: the messages beyond the ring and those of kPullFromBytes or
-// more; auto: as above).
+// against 2.3-2.6 ms). A message whose payload lies in this rank's shared arena
+// (a tensor from empty_shared, arena.h) is pulled on every machine, with or
+// without CMA, from kArenaPullFromBytes or when it does not fit the ring: the
+// ring carries the payload's chunk and offset, and the receiver copies it from
+// its own mapping of that chunk (PeerArenas) with one memcpy, no system call and
+// no pinning, whatever its page size (AMD EPYC, 2 ranks exchanging shared
+// tensors, streamed against pulled: 256 KiB 17.6-18.0 -> 7.7-7.8 us, 1 MiB 55 ->
+// 27-30 us, 2 MiB 100-189 -> 49-89 us). A send that fails (timeout) after
+// publishing its header is marked cancelled (pulls_cancelled), so a receiver
+// arriving late refuses to read memory the sender no longer guarantees, and one
+// that was reading it then fails the receive rather than deliver what it read.
+// COLLIE_P2P_PULL=always|never overrides the choice (always: the messages beyond
+// the ring and those of kPullFromBytes or more, or of kArenaPullFromBytes or
+// more in the arena; never: none, the arena's included; auto: as above).
 //
 // A pulled message that arrives before its receive is posted is *deferred*: left
 // in the sender's memory for a grace. Its receive, typically posted a moment
@@ -93,6 +102,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/shm/arena.h"
 #include "backends/shm/doorbell.h"
 #include "backends/shm/message_buffer.h"
 #include "backends/shm/shm_group.h"
@@ -133,7 +143,8 @@ class P2PMatcher {
  public:
   // `ring(world_rank, what)` rings that rank's doorbell; `finished(blocking)` is
   // called once per request that completed or failed (with its OpInfo::blocking).
-  P2PMatcher(ShmGroup& world, std::function<void(int, Ring)> ring,
+  // `peer_arenas` maps the chunks that arena-pulled messages name (above).
+  P2PMatcher(ShmGroup& world, PeerArenas& peer_arenas, std::function<void(int, Ring)> ring,
              std::function<void(bool)> finished);
 
   void add_send(SendRequest request);
@@ -199,6 +210,7 @@ class P2PMatcher {
 
   // Which messages this rank pulls instead of streaming (above).
   struct PullRule {
+    static constexpr uint64_t kNever = ~uint64_t{0};  // as a size: no message
     bool beyond_ring;     // messages that do not fit the ring
     uint64_t from_bytes;  // messages of at least this many bytes
     // Messages that do not fit the ring and whose data lies on huge pages
@@ -206,6 +218,10 @@ class P2PMatcher {
     // it lies beats streaming it through the ring one ring's worth at a time; on
     // 4 KiB pages the pinning process_vm_readv does costs more than it saves.
     bool beyond_ring_on_huge_pages = false;
+    // Messages whose data lies in this rank's shared arena, of at least this
+    // many bytes or beyond the ring (unless kNever): pulled from the arena with
+    // or without CMA (above).
+    uint64_t arena_from_bytes = kNever;
   };
   // Where the world prefers single copies, messages of this many bytes or more are
   // pulled. Each message streamed through a ring is handed from the sender's
@@ -221,6 +237,14 @@ class P2PMatcher {
   // receiver is scheduled, a streamed one's does not (4 ranks on 2 cores, a ring
   // of 16-32 KiB messages after a barrier: 3-8 us streamed, 8-10 us pulled).
   static constexpr uint64_t kPullFromBytesOversubscribed = 128 << 10;
+  // Messages of this many bytes or more whose data lies in the shared arena are
+  // pulled from it: a memcpy from the mapped chunk costs no system call, so it
+  // pays from smaller sizes than CMA. AMD EPYC, 2 ranks, an exchange
+  // (batch_isend_irecv) of shared tensors streamed against pulled: 4 KiB
+  // 1.18-1.23 against 1.28-2.26 us; 8 KiB 1.56-1.65 -> 1.32-1.39; 32 KiB 3.45
+  // -> 1.29; 256 KiB 17.6-18.0 -> 7.7-7.8. With more ranks than CPUs
+  // kPullFromBytesOversubscribed applies, for the same reason as above.
+  static constexpr uint64_t kArenaPullFromBytes = 8 << 10;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -231,6 +255,13 @@ class P2PMatcher {
     Clock::time_point last_progress;
     bool pulled = false;    // sent as a pulled message
     uint64_t pull_seq = 0;  // its number among the pulled messages to this destination
+    ArenaRef arena{};       // pulled from the shared arena (present): where its data is
+  };
+  // Where a pulled message's payload lies in its sender's memory: an address,
+  // read with CMA, or (arena.present) a range of the sender's shared arena.
+  struct PulledFrom {
+    uint64_t address = 0;
+    ArenaRef arena{};
   };
   struct Recv {
     RecvRequest req;
@@ -244,7 +275,7 @@ class P2PMatcher {
     std::string error;             // a pulled message that could not be read: why
     // A deferred pulled message, still in the sender's memory: where, which, since when.
     bool deferred = false;
-    uint64_t pull_address = 0;
+    PulledFrom pulled_from{};
     uint64_t pull_seq = 0;
     Clock::time_point arrived{};
   };
@@ -259,6 +290,7 @@ class P2PMatcher {
   };
 
   ShmGroup& world_;
+  PeerArenas& peer_arenas_;
   std::function<void(int, Ring)> ring_;
   std::function<void(bool)> finished_;
   std::atomic<size_t> deferred_count_{0};  // written under the progress lock
@@ -289,9 +321,15 @@ class P2PMatcher {
 
   // Messages larger than this are refused as corrupt headers (1 TiB).
   static constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
-  // A pulled header arrived from `src` (its address word already read): read the
-  // payload into the matching receive or an unexpected buffer, then count it read.
-  void take_pulled(int src, const MessageHeader& h, uint64_t address);
+  // A pulled header arrived from `src` (the payload's location already read):
+  // read the payload into the matching receive or an unexpected buffer, then
+  // count it read.
+  void take_pulled(int src, const MessageHeader& h, PulledFrom from);
+  // Copies bytes [at, at + n) of pulled message `u` from `src` to `dst`, with CMA
+  // or from the mapped arena chunk; CommError if that memory cannot be read, or
+  // if the sender gave up on the message before the copy ended (it may have been
+  // reusing the memory meanwhile).
+  void read_pulled(int src, const Unexpected& u, uint64_t at, void* dst, uint64_t n);
   // Completes the pulled sends to `dst` that the receiver has read.
   bool complete_pulled(int dst);
   // Marks `u` no longer deferred (and counts it out of deferred_count_).

@@ -2,6 +2,7 @@
 // that agreed on CMA, read by the receiver from the sender's memory; deferred
 // reads and their in-order acknowledgement.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "backends/shm/cma.h"
@@ -18,9 +19,24 @@ void P2PMatcher::check_pull_not_cancelled(int src, uint64_t seq) const {
   }
 }
 
-void P2PMatcher::take_pulled(int src, const MessageHeader& h, uint64_t address) {
+void P2PMatcher::read_pulled(int src, const Unexpected& u, uint64_t at, void* dst, uint64_t n) {
+  check_pull_not_cancelled(src, u.pull_seq);
+  if (u.pulled_from.arena.present) {
+    // The whole message's range is checked against the chunk, so a corrupt
+    // offset or size fails here instead of reading past the mapping.
+    const uint8_t* payload = peer_arenas_.resolve(src, u.pulled_from.arena, u.header.nbytes);
+    std::memcpy(dst, payload + at, n);
+  } else {
+    cma_read(world_.pid(src), dst, u.pulled_from.address + at, n, src);
+  }
+  // A sender whose send timed out meanwhile may have been rewriting that memory
+  // while it was copied: refuse what was read rather than deliver it torn.
+  check_pull_not_cancelled(src, u.pull_seq);
+}
+
+void P2PMatcher::take_pulled(int src, const MessageHeader& h, PulledFrom from) {
   const uint64_t seq = ++pulls_seen_[static_cast<size_t>(src)];
-  Unexpected message{h, {}, h.nbytes, std::nullopt, {}, false, address, seq, {}};
+  Unexpected message{h, {}, h.nbytes, std::nullopt, {}, false, from, seq, {}};
   auto& posted = posted_[static_cast<size_t>(src)];
   auto it =
       std::find_if(posted.begin(), posted.end(), [&](const Recv& r) { return matches(h, r.req); });
@@ -89,8 +105,7 @@ void P2PMatcher::deliver_pulled(Unexpected& u, Recv& r) {
     error = size_mismatch(src, u.header, r.req);
   } else {
     try {
-      check_pull_not_cancelled(src, u.pull_seq);
-      cma_read(world_.pid(src), r.req.data, u.pull_address, u.header.nbytes, src);
+      read_pulled(src, u, 0, r.req.data, u.header.nbytes);
     } catch (const std::exception& e) {
       error = std::make_exception_ptr(CommError(describe(r.req) + ": " + e.what()));
     }
@@ -102,13 +117,12 @@ void P2PMatcher::buffer_pulled(int src, Unexpected& u) {
   undefer(u);
   // A message that cannot be read fails only the receive that claims it.
   try {
-    check_pull_not_cancelled(src, u.pull_seq);
     // Read in doubling pieces: a header is external input, and a size it merely
     // claims (up to 1 TiB) must not be allocated before that memory proved readable.
     for (uint64_t got = 0; got < u.header.nbytes;) {
       const uint64_t n =
           std::min<uint64_t>(u.header.nbytes - got, std::max<uint64_t>(got, 1u << 20));
-      cma_read(world_.pid(src), u.data.extend(n, u.header.nbytes), u.pull_address + got, n, src);
+      read_pulled(src, u, got, u.data.extend(n, u.header.nbytes), n);
       got += n;
     }
   } catch (const std::bad_alloc&) {

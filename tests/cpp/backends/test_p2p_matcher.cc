@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/shm/arena.h"
 #include "backends/shm/p2p.h"
 #include "backends/shm/shm_group.h"
 #include "collie/errors.h"
@@ -31,8 +33,9 @@ class SelfMatcher {
  public:
   SelfMatcher()
       : world_(self_world()),
+        peer_arenas_(world_.config().job_id),
         matcher_(
-            world_, [](int, Ring) {}, [](bool) {}) {}
+            world_, peer_arenas_, [](int, Ring) {}, [](bool) {}) {}
 
   // Sends `values` with `tag`; the message is in the ring when this returns.
   void send(const std::vector<int32_t>& values, int64_t tag) {
@@ -83,6 +86,18 @@ class SelfMatcher {
     matcher_.advance_sends(0);
     return work;
   }
+  // Writes raw bytes into the ring at its head and publishes them, as a peer
+  // writing a message by hand would (the ring is fresh: nothing wraps).
+  void write_raw(const void* bytes, size_t n) {
+    RingControl& ctl = world_.ring_control(0, 0);
+    const uint64_t head = ctl.head.load();
+    std::memcpy(world_.ring_data(0, 0) + head, bytes, n);
+    ctl.head.store(head + n);
+  }
+  // Pulled messages from this rank that it has read (RingControl::pulls_done).
+  uint64_t pulls_done() const { return world_.ring_control(0, 0).pulls_done.load(); }
+  bool has_deferred() const { return matcher_.has_deferred(); }
+  const ShmGroup& world() const { return world_; }
   bool advance_sends() { return matcher_.advance_sends(0); }
   bool advance_incoming() { return matcher_.advance_incoming(0); }
   // Bytes written to the ring and not yet read by the receiving side.
@@ -117,6 +132,7 @@ class SelfMatcher {
     return i;
   }
   ShmGroup world_;
+  PeerArenas peer_arenas_;
   P2PMatcher matcher_;
   std::vector<std::vector<int32_t>> sent_;  // kept alive until the matcher is gone
 };
@@ -328,6 +344,107 @@ TEST(P2PMatcher, AWaitingReceiveOfTheWrongSizeFailsNamingBothSizes) {
   ASSERT_TRUE(work->is_completed());
   expect_size_mismatch(*work, 12, 8);
   EXPECT_EQ(*got, std::vector<int32_t>(2, -1)) << "nothing written into the receive";
+}
+
+// Arena-pulled messages (p2p.h): the ring carries a header and the payload's
+// chunk and offset in the sender's shared arena, and the receiver copies the
+// payload from its own mapping of that chunk (no CMA involved: the header
+// names no address). The sender's arena is this process's (rank 0 sends to
+// itself), configured for the world's job.
+class ArenaPulled : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    arena_.configure(m_.world().config().job_id, 0);
+    auto [data, free_block] = arena_.allocate(3 * 4096);
+    block_ = static_cast<int32_t*>(data);
+    free_block_ = std::move(free_block);
+    for (int32_t i = 0; i < 3 * 1024; ++i) block_[i] = 1000 + i;
+  }
+  void TearDown() override {
+    free_block_(block_);
+    arena_.shutdown();
+  }
+
+  // Writes the header of an int32 message of `count` elements with `tag`
+  // whose payload is `location`.
+  void write_pulled(size_t count, int64_t tag, ArenaRef location) {
+    MessageHeader h{kArenaPulledMessageMagic, static_cast<uint32_t>(DType::Int32), tag, kGroupId,
+                    count * sizeof(int32_t)};
+    location.present = 0;  // what a peer says here is not trusted
+    m_.write_raw(&h, sizeof h);
+    m_.write_raw(&location, sizeof location);
+  }
+  // Where element `first` of the block lies in the arena.
+  ArenaRef element(size_t first) const { return arena_.locate(block_ + first, sizeof(int32_t)); }
+
+  SelfMatcher m_;
+  SharedArena& arena_ = SharedArena::instance();
+  int32_t* block_ = nullptr;
+  std::function<void(void*)> free_block_;
+};
+
+TEST_F(ArenaPulled, APostedReceiveGetsThePayloadFromTheChunkItNames) {
+  auto [got, work] = m_.post_recv(50, /*tag=*/4);
+  write_pulled(50, 4, element(100));
+  EXPECT_TRUE(m_.advance_incoming());
+  ASSERT_TRUE(work->is_completed());
+  work->wait();
+  EXPECT_EQ(*got, iota_from(1100, 50));
+  EXPECT_EQ(m_.pulls_done(), 1u) << "the read is acknowledged, so the send can complete";
+  EXPECT_EQ(m_.unread_bytes(), 0u) << "the ring held only the header and the location";
+}
+
+TEST_F(ArenaPulled, AMessageNobodyReceivesYetIsLeftInTheArenaForItsReceive) {
+  write_pulled(2048, 5, element(7));  // spans a page boundary of the block
+  m_.advance_incoming();
+  EXPECT_TRUE(m_.has_deferred()) << "deferred: left where it lies for a grace";
+  EXPECT_EQ(m_.pulls_done(), 0u) << "not yet read";
+  auto [got, work] = m_.post_recv(2048, 5);
+  ASSERT_TRUE(work->is_completed()) << "the new receive reads the deferred message";
+  work->wait();
+  EXPECT_EQ(*got, iota_from(1007, 2048));
+  EXPECT_FALSE(m_.has_deferred());
+  EXPECT_EQ(m_.pulls_done(), 1u);
+}
+
+TEST_F(ArenaPulled, ALocationOutsideTheSendersChunksFailsOnlyThatReceive) {
+  auto [past, w_past] = m_.post_recv(8, 1);
+  auto [none, w_none] = m_.post_recv(8, 2);
+  auto [after, w_after] = m_.post_recv(8, 3);
+  ArenaRef beyond = element(0);
+  beyond.offset = uint64_t{1} << 40;  // far past the end of the chunk
+  write_pulled(8, 1, beyond);
+  ArenaRef missing = element(0);
+  missing.chunk = 7;  // no such chunk
+  write_pulled(8, 2, missing);
+  write_pulled(8, 3, element(16));
+  m_.advance_incoming();
+  ASSERT_TRUE(w_past->is_completed() && w_none->is_completed() && w_after->is_completed());
+  EXPECT_THROW(
+      {
+        try {
+          w_past->wait();
+        } catch (const CommError& e) {
+          EXPECT_NE(std::string(e.what()).find("of its shared arena chunk"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      CommError);
+  EXPECT_THROW(
+      {
+        try {
+          w_none->wait();
+        } catch (const CommError& e) {
+          EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      CommError);
+  w_after->wait();
+  EXPECT_EQ(*after, iota_from(1016, 8)) << "the stream carries on after a bad location";
+  EXPECT_EQ(*past, std::vector<int32_t>(8, -1)) << "nothing written into a failed receive";
+  EXPECT_EQ(m_.pulls_done(), 3u) << "failed reads are acknowledged too";
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // oneself, world ranks in unsorted sub-groups, non-contiguous sends, size/dtype mismatch;
 // pulled messages (read from the sender's memory): the same results, mismatches,
 // messages nobody receives yet (buffered after a grace), and a timed-out pulled
-// send that must not be read later.
+// send that must not be read later; the same for shared tensors, pulled from the
+// sender's arena without CMA.
 #include <signal.h>
 #include <unistd.h>
 
@@ -540,6 +541,132 @@ TEST(P2P, TimedOutPulledSendIsNeverReadLater) {
       send(Tensor::full({count}, 8.0), 0, WORLD, 8);
     }
   }, o);
+}
+
+// A shared tensor (collie/shared.h) holding `x`'s elements.
+Tensor shared_copy(const Tensor& x) {
+  Tensor t = empty_shared(x.shape(), x.dtype());
+  RCHECK(is_shared(t)) << "empty_shared() must return a shared tensor";
+  t.copy_from(x);
+  return t;
+}
+
+// Messages from shared tensors of 8 KiB or more, or that do not fit the (4 KiB)
+// ring, are pulled from the sender's arena (p2p.h) unless COLLIE_P2P_PULL=never,
+// with CMA off (COLLIE_CMA=0) so that no other pull is possible: every result is
+// the same as streamed, from the start of a shared tensor or from a view at an
+// odd offset into one, with tags received out of order (a pulled message nobody
+// receives yet is left in the arena, then buffered), and sizes that disagree.
+using ArenaPullCase = std::tuple<int, std::string>;
+class P2PArenaPull : public ::testing::TestWithParam<ArenaPullCase> {};
+
+TEST_P(P2PArenaPull, SharedTensorsArriveAsSentPulledOrStreamed) {
+  const auto [n, policy] = GetParam();
+  RunOptions o = small_chunks();
+  o.env.push_back({"COLLIE_P2P_PULL", policy});
+  o.env.push_back({"COLLIE_CMA", "0"});
+  run_ranks(
+      n,
+      [n = n](int rank) {
+        SoftChecks soft;
+        const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+        for (DType dt : {DType::Float32, DType::Int8, DType::Float64}) {
+          for (int64_t count : {int64_t{3}, int64_t{3000}, int64_t{70001}}) {
+            const std::string what =
+                std::string(dtype_name(dt)) + " count " + std::to_string(count);
+            soft.check("ring " + what, [&] {
+              Tensor x = shared_copy(
+                  make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); }));
+              CommHandle h = isend(x, next);
+              Tensor y = recv(Tensor::zeros({count}, dt), prev);
+              h.wait();
+              check_tensor(
+                  y, dt, {count}, [&](int64_t i) { return pattern_value(dt, prev, i); },
+                  "ring " + what);
+              // The same from 5 elements in (a view: not page-aligned), in a batch.
+              const int64_t part = count - 5;
+              if (part <= 0) return;
+              std::vector<Tensor> got =
+                  batch_isend_irecv({P2POp("isend", x.slice(5, count), next),
+                                     P2POp("irecv", Tensor::zeros({part}, dt), prev)});
+              check_tensor(
+                  got[1], dt, {part}, [&](int64_t i) { return pattern_value(dt, prev, i + 5); },
+                  "view " + what);
+            });
+          }
+        }
+        soft.check("tags out of order", [&] {
+          const int64_t count = 20000;
+          if (rank == 0) {
+            CommHandle a = isend(shared_copy(Tensor::full({count}, 1.0)), 1, WORLD, 1);
+            CommHandle b = isend(shared_copy(Tensor::full({count}, 2.0)), 1, WORLD, 2);
+            a.wait();
+            b.wait();
+          } else if (rank == 1) {
+            Tensor second = recv(Tensor::zeros({count}), 0, WORLD, 2);
+            Tensor first = recv(Tensor::zeros({count}), 0, WORLD, 1);
+            check_tensor(
+                second, DType::Float32, {count}, [](int64_t) { return 2.0; }, "tag 2");
+            check_tensor(
+                first, DType::Float32, {count}, [](int64_t) { return 1.0; }, "tag 1");
+          }
+        });
+        soft.check("size mismatch, then the pair carries on", [&] {
+          const int64_t count = 20000;
+          if (rank == 0) {
+            send(shared_copy(Tensor::ones({count})), 1, WORLD, 3);
+            send(shared_copy(Tensor::full({count}, 4.0)), 1, WORLD, 4);
+          } else if (rank == 1) {
+            RCHECK_THROWS(recv(Tensor::zeros({count + 1}), 0, WORLD, 3), collie::CommError,
+                          "bytes of float32 but this receive expects");
+            Tensor y = recv(Tensor::zeros({count}), 0, WORLD, 4);
+            check_tensor(
+                y, DType::Float32, {count}, [](int64_t) { return 4.0; }, "after a mismatch");
+          }
+        });
+        barrier();
+        soft.finish();
+      },
+      o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, P2PArenaPull,
+                         ::testing::Combine(::testing::Values(2, 3),
+                                            ::testing::Values("auto", "always", "never")),
+                         [](const ::testing::TestParamInfo<ArenaPullCase>& info) {
+                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
+
+// As TimedOutPulledSendIsNeverReadLater, for a message pulled from the shared
+// arena with CMA off: only a pulled message gives these errors, so this also
+// shows that a shared tensor's message was pulled where CMA is unavailable.
+TEST(P2P, TimedOutArenaPulledSendIsNeverReadLater) {
+  RunOptions o = pulling_everything("1");
+  o.env.push_back({"COLLIE_CMA", "0"});
+  run_ranks(
+      2,
+      [](int rank) {
+        const int64_t count = 20000;
+        if (rank == 0) {
+          send(Tensor::full({1}, static_cast<double>(getpid()), DType::Int64), 1);
+          raise(SIGSTOP);  // rank 1 resumes us once its send has timed out
+          RCHECK_THROWS(recv(Tensor::zeros({count}), 1, WORLD, 7), collie::CommError,
+                        "gave up on this message");
+          Tensor y = recv(Tensor::zeros({count}), 1, WORLD, 8);
+          check_tensor(
+              y, DType::Float32, {count}, [](int64_t) { return 8.0; }, "after the refusal");
+        } else {
+          const auto peer = static_cast<pid_t>(recv(Tensor::zeros({1}, DType::Int64), 0).item(0));
+          Tensor seven = shared_copy(Tensor::full({count}, 7.0));
+          while (process_state(peer) != 'T')
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          RCHECK_THROWS(send(seven, 0, WORLD, 7), collie::TimeoutError, "did not read the message");
+          kill(peer, SIGCONT);
+          send(shared_copy(Tensor::full({count}, 8.0)), 0, WORLD, 8);
+        }
+      },
+      o);
 }
 
 }  // namespace
