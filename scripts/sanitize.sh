@@ -35,7 +35,8 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
 # launcher, fault injection and the stress test.
 asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels
            core_test_small_pool core_test_message_buffer runtime_test_flight_recorder
-           runtime_test_work runtime_test_futex_mutex runtime_test_group backends_test_p2p_matcher)
+           runtime_test_work runtime_test_futex_mutex runtime_test_group backends_test_p2p_matcher
+           backends_test_segment)
 asan_targets=("${asan_core[@]}" harness_test
               all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test eager_rooted_test
               barrier_test p2p_test batch_isend_irecv_test all_to_all_test groups_test
