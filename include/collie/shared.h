@@ -5,7 +5,9 @@
 // tensor, the shm backend skips the staging copies: each rank reads its peers'
 // inputs and writes their outputs in place (docs/algorithms.md, "Shared
 // tensors"). The results of such a call are shared tensors too, so a chain of
-// collectives stays on the fast path.
+// collectives stays on the fast path. Point-to-point needs no agreement: a send
+// of a shared tensor (or a view of one) of 8 KiB or more is read by its receiver
+// straight from the sender's tensor, whatever the receiving tensor is.
 //
 // Example (run with `collie run -n 4 ./prog`):
 //   collie::init();
