@@ -152,16 +152,14 @@ void SharedArena::configure(const std::string& job_id, int world_rank) {
   job_id_ = job_id;
   world_rank_ = world_rank;
   forget_chunks();
-  active_ = true;
   serving_.store(true, std::memory_order_release);
 }
 
 void SharedArena::shutdown() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!active_) return;
+  if (!serving_.load(std::memory_order_relaxed)) return;  // written under mu_
   for (const auto& c : chunks_) Segment::unlink(c->segment.name());
   forget_chunks();
-  active_ = false;
   serving_.store(false, std::memory_order_release);
 }
 
@@ -233,7 +231,7 @@ std::pair<void*, std::function<void(void*)>> SharedArena::allocate(size_t nbytes
   }
   auto block = std::make_unique<Block>();  // before a range is taken, which it must return
   std::lock_guard<std::mutex> lock(mu_);
-  if (!active_) {
+  if (!serving_.load(std::memory_order_relaxed)) {  // written under mu_, held here
     throw RuntimeError(
         "empty_shared: the shared arena is not available; call init() first (it exists on the "
         "shm backend)");

@@ -87,8 +87,9 @@ class SharedArena {
   mutable std::mutex mu_;
   std::string job_id_;
   int world_rank_ = -1;
-  bool active_ = false;
-  std::atomic<bool> serving_{false};     // active_, readable without the lock
+  // Between configure() and shutdown(). Written under mu_; an atomic so that
+  // serving() reads it without the lock.
+  std::atomic<bool> serving_{false};
   std::atomic<bool> has_chunks_{false};  // lets locate() skip the lock when empty
   // Bumped whenever chunks are forgotten (configure, shutdown): what a thread
   // remembers of an earlier generation (cached pages, the last chunk found) is
