@@ -7,21 +7,12 @@
 
 #include "collie/errors.h"
 #include "core/element.h"
+#include "core/shape_check.h"
 #include "core/small_pool.h"
 
 namespace collie {
 
-namespace {
-
-Shape contiguous_strides(const Shape& shape) {
-  Shape strides(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= shape[d];
-  }
-  return strides;
-}
+namespace detail {
 
 void check_shape(const Shape& shape) {
   int64_t numel = 1;
@@ -34,6 +25,22 @@ void check_shape(const Shape& shape) {
       throw ValueError("shape " + shape_to_string(shape) + " has too many elements");
     }
   }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_shape;
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  return strides;
 }
 
 // Resolves a dim that may count from the end (-1 = last).

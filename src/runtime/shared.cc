@@ -1,21 +1,23 @@
 // empty_shared / is_shared (collie/shared.h) and the api's output allocation.
 #include "collie/shared.h"
 
+#include <string>
+
 #include "backends/shm/arena.h"
 #include "collie/errors.h"
+#include "core/shape_check.h"
 #include "runtime/runtime_state.h"
 #include "runtime/shared_output.h"
 
 namespace collie {
 
 Tensor empty_shared(const Shape& shape, DType dtype) {
-  // Checked like a shape of Tensor::uninitialized, before anything is allocated
-  // (two negative sizes would make a positive count).
-  for (int64_t extent : shape) {
-    if (extent < 0) {
-      throw ValueError("empty_shared: invalid shape " + shape_to_string(shape) +
-                       ": sizes must be >= 0");
-    }
+  // Checked as Tensor::uninitialized checks it, before anything is allocated
+  // (two negative sizes would make a positive count, an overflow any count).
+  try {
+    detail::check_shape(shape);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("empty_shared: ") + e.what());
   }
   const int64_t numel = shape_numel(shape);
   auto& arena = detail::SharedArena::instance();

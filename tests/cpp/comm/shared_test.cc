@@ -290,11 +290,15 @@ TEST(Shared, PagesKeptByAThreadDoNotOutliveTheirArena) {
     worker.join();
     RCHECK(second != freed_page) << "a page kept across release() was handed out again";
     RCHECK(second_shared) << "the thread's new page is in the new arena";
-    // A rejected shape takes no page (two negative sizes make a positive count).
+    // A rejected shape takes no page (two negative sizes make a positive count,
+    // an overflowing one any count).
     Tensor page = empty_shared({4}, DType::Float32);
     void* kept = page.data_ptr();
     page = Tensor();
-    RCHECK_THROWS(empty_shared({-2, -2}), ValueError, "sizes must be >= 0");
+    RCHECK_THROWS(empty_shared({-2, -2}), ValueError, "empty_shared: invalid shape");
+    // A count past int64 (it wrapped to a small size before it was checked).
+    RCHECK_THROWS(empty_shared({int64_t{1} << 32, int64_t{1} << 32, 4}), ValueError,
+                  "has too many elements");
     RCHECK_EQ(empty_shared({4}, DType::Float32).data_ptr(), kept) << "the kept page is still free";
     Tensor x = empty_shared({3}, DType::Float32);
     RCHECK(is_shared(x));
