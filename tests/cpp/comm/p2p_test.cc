@@ -288,9 +288,82 @@ TEST(P2P, SizeOrDtypeMismatchIsCommError) {
   });
 }
 
+// What a rank sends: a tensor as made (private), or a shared copy of it.
+using MakeInput = Tensor (*)(const Tensor&);
+Tensor as_made(const Tensor& x) { return x; }
+// A shared tensor (collie/shared.h) holding `x`'s elements.
+Tensor shared_copy(const Tensor& x) {
+  Tensor t = empty_shared(x.shape(), x.dtype());
+  RCHECK(is_shared(t)) << "empty_shared() must return a shared tensor";
+  t.copy_from(x);
+  return t;
+}
+
+// The exchanges both pull tests run on every rank of `n`, with inputs made by
+// `input`: a ring of every size class (within the ring, beyond it), the same
+// from a view 5 elements in (not page-aligned) in a batch, tags received out of
+// order (pulled messages become deferred, then unexpected ones), and sizes that
+// disagree, after which the pair carries on.
+void pulled_or_streamed_exchanges(int rank, int n, MakeInput input) {
+  SoftChecks soft;
+  const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  for (DType dt : {DType::Float32, DType::Int8, DType::Float64}) {
+    for (int64_t count : {int64_t{3}, int64_t{3000}, int64_t{70001}}) {
+      const std::string what = std::string(dtype_name(dt)) + " count " + std::to_string(count);
+      soft.check("ring " + what, [&] {
+        Tensor x =
+            input(make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); }));
+        CommHandle h = isend(x, next);
+        Tensor y = recv(Tensor::zeros({count}, dt), prev);
+        h.wait();
+        check_tensor(
+            y, dt, {count}, [&](int64_t i) { return pattern_value(dt, prev, i); }, "ring " + what);
+        const int64_t part = count - 5;
+        if (part <= 0) return;
+        std::vector<Tensor> got =
+            batch_isend_irecv({P2POp("isend", x.slice(5, count), next),
+                               P2POp("irecv", Tensor::zeros({part}, dt), prev)});
+        check_tensor(
+            got[1], dt, {part}, [&](int64_t i) { return pattern_value(dt, prev, i + 5); },
+            "view " + what);
+      });
+    }
+  }
+  soft.check("tags out of order", [&] {
+    const int64_t count = 20000;
+    if (rank == 0) {
+      CommHandle a = isend(input(Tensor::full({count}, 1.0)), 1, WORLD, 1);
+      CommHandle b = isend(input(Tensor::full({count}, 2.0)), 1, WORLD, 2);
+      a.wait();
+      b.wait();
+    } else if (rank == 1) {
+      Tensor second = recv(Tensor::zeros({count}), 0, WORLD, 2);
+      Tensor first = recv(Tensor::zeros({count}), 0, WORLD, 1);
+      check_tensor(
+          second, DType::Float32, {count}, [](int64_t) { return 2.0; }, "tag 2");
+      check_tensor(
+          first, DType::Float32, {count}, [](int64_t) { return 1.0; }, "tag 1");
+    }
+  });
+  soft.check("size mismatch, then the pair carries on", [&] {
+    const int64_t count = 20000;
+    if (rank == 0) {
+      send(input(Tensor::ones({count})), 1, WORLD, 3);
+      send(input(Tensor::full({count}, 4.0)), 1, WORLD, 4);
+    } else if (rank == 1) {
+      RCHECK_THROWS(recv(Tensor::zeros({count + 1}), 0, WORLD, 3), collie::CommError,
+                    "bytes of float32 but this receive expects");
+      Tensor y = recv(Tensor::zeros({count}), 0, WORLD, 4);
+      check_tensor(
+          y, DType::Float32, {count}, [](int64_t) { return 4.0; }, "after a mismatch");
+    }
+  });
+  barrier();
+  soft.finish();
+}
+
 // Messages that do not fit the (4 KiB) ring are pulled or streamed as
-// COLLIE_P2P_PULL says; every result is the same either way: rings, tags received
-// out of order (pulled messages become unexpected ones), sizes that disagree.
+// COLLIE_P2P_PULL says; every result is the same either way.
 using PullCase = std::tuple<int, std::string>;
 class P2PPull : public ::testing::TestWithParam<PullCase> {};
 
@@ -298,51 +371,8 @@ TEST_P(P2PPull, SameResultsPulledOrStreamed) {
   const auto [n, policy] = GetParam();
   RunOptions o = small_chunks();
   o.env.push_back({"COLLIE_P2P_PULL", policy});
-  run_ranks(n, [n = n](int rank) {
-    SoftChecks soft;
-    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
-    for (DType dt : {DType::Float32, DType::Int8, DType::Float64}) {
-      for (int64_t count : {int64_t{3}, int64_t{5000}, int64_t{70001}}) {
-        const std::string what = std::string(dtype_name(dt)) + " count " + std::to_string(count);
-        soft.check("ring " + what, [&] {
-          Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-          CommHandle h = isend(x, next);
-          Tensor y = recv(Tensor::zeros({count}, dt), prev);
-          h.wait();
-          check_tensor(y, dt, {count}, [&](int64_t i) { return pattern_value(dt, prev, i); },
-                       "ring " + what);
-        });
-      }
-    }
-    soft.check("tags out of order", [&] {
-      const int64_t count = 20000;
-      if (rank == 0) {
-        CommHandle a = isend(Tensor::full({count}, 1.0), 1, WORLD, 1);
-        CommHandle b = isend(Tensor::full({count}, 2.0), 1, WORLD, 2);
-        a.wait();
-        b.wait();
-      } else if (rank == 1) {
-        Tensor second = recv(Tensor::zeros({count}), 0, WORLD, 2);
-        Tensor first = recv(Tensor::zeros({count}), 0, WORLD, 1);
-        check_tensor(second, DType::Float32, {count}, [](int64_t) { return 2.0; }, "tag 2");
-        check_tensor(first, DType::Float32, {count}, [](int64_t) { return 1.0; }, "tag 1");
-      }
-    });
-    soft.check("size mismatch, then the pair carries on", [&] {
-      const int64_t count = 20000;
-      if (rank == 0) {
-        send(Tensor::ones({count}), 1, WORLD, 3);
-        send(Tensor::full({count}, 4.0), 1, WORLD, 4);
-      } else if (rank == 1) {
-        RCHECK_THROWS(recv(Tensor::zeros({count + 1}), 0, WORLD, 3), collie::CommError,
-                      "bytes of float32 but this receive expects");
-        Tensor y = recv(Tensor::zeros({count}), 0, WORLD, 4);
-        check_tensor(y, DType::Float32, {count}, [](int64_t) { return 4.0; }, "after a mismatch");
-      }
-    });
-    barrier();
-    soft.finish();
-  }, o);
+  run_ranks(
+      n, [n = n](int rank) { pulled_or_streamed_exchanges(rank, n, as_made); }, o);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, P2PPull,
@@ -543,20 +573,11 @@ TEST(P2P, TimedOutPulledSendIsNeverReadLater) {
   }, o);
 }
 
-// A shared tensor (collie/shared.h) holding `x`'s elements.
-Tensor shared_copy(const Tensor& x) {
-  Tensor t = empty_shared(x.shape(), x.dtype());
-  RCHECK(is_shared(t)) << "empty_shared() must return a shared tensor";
-  t.copy_from(x);
-  return t;
-}
-
 // Messages from shared tensors of 8 KiB or more, or that do not fit the (4 KiB)
 // ring, are pulled from the sender's arena (p2p.h) unless COLLIE_P2P_PULL=never,
 // with CMA off (COLLIE_CMA=0) so that no other pull is possible: every result is
-// the same as streamed, from the start of a shared tensor or from a view at an
-// odd offset into one, with tags received out of order (a pulled message nobody
-// receives yet is left in the arena, then buffered), and sizes that disagree.
+// the same as streamed (a pulled message nobody receives yet is left in the
+// arena, then buffered).
 using ArenaPullCase = std::tuple<int, std::string>;
 class P2PArenaPull : public ::testing::TestWithParam<ArenaPullCase> {};
 
@@ -566,68 +587,7 @@ TEST_P(P2PArenaPull, SharedTensorsArriveAsSentPulledOrStreamed) {
   o.env.push_back({"COLLIE_P2P_PULL", policy});
   o.env.push_back({"COLLIE_CMA", "0"});
   run_ranks(
-      n,
-      [n = n](int rank) {
-        SoftChecks soft;
-        const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
-        for (DType dt : {DType::Float32, DType::Int8, DType::Float64}) {
-          for (int64_t count : {int64_t{3}, int64_t{3000}, int64_t{70001}}) {
-            const std::string what =
-                std::string(dtype_name(dt)) + " count " + std::to_string(count);
-            soft.check("ring " + what, [&] {
-              Tensor x = shared_copy(
-                  make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); }));
-              CommHandle h = isend(x, next);
-              Tensor y = recv(Tensor::zeros({count}, dt), prev);
-              h.wait();
-              check_tensor(
-                  y, dt, {count}, [&](int64_t i) { return pattern_value(dt, prev, i); },
-                  "ring " + what);
-              // The same from 5 elements in (a view: not page-aligned), in a batch.
-              const int64_t part = count - 5;
-              if (part <= 0) return;
-              std::vector<Tensor> got =
-                  batch_isend_irecv({P2POp("isend", x.slice(5, count), next),
-                                     P2POp("irecv", Tensor::zeros({part}, dt), prev)});
-              check_tensor(
-                  got[1], dt, {part}, [&](int64_t i) { return pattern_value(dt, prev, i + 5); },
-                  "view " + what);
-            });
-          }
-        }
-        soft.check("tags out of order", [&] {
-          const int64_t count = 20000;
-          if (rank == 0) {
-            CommHandle a = isend(shared_copy(Tensor::full({count}, 1.0)), 1, WORLD, 1);
-            CommHandle b = isend(shared_copy(Tensor::full({count}, 2.0)), 1, WORLD, 2);
-            a.wait();
-            b.wait();
-          } else if (rank == 1) {
-            Tensor second = recv(Tensor::zeros({count}), 0, WORLD, 2);
-            Tensor first = recv(Tensor::zeros({count}), 0, WORLD, 1);
-            check_tensor(
-                second, DType::Float32, {count}, [](int64_t) { return 2.0; }, "tag 2");
-            check_tensor(
-                first, DType::Float32, {count}, [](int64_t) { return 1.0; }, "tag 1");
-          }
-        });
-        soft.check("size mismatch, then the pair carries on", [&] {
-          const int64_t count = 20000;
-          if (rank == 0) {
-            send(shared_copy(Tensor::ones({count})), 1, WORLD, 3);
-            send(shared_copy(Tensor::full({count}, 4.0)), 1, WORLD, 4);
-          } else if (rank == 1) {
-            RCHECK_THROWS(recv(Tensor::zeros({count + 1}), 0, WORLD, 3), collie::CommError,
-                          "bytes of float32 but this receive expects");
-            Tensor y = recv(Tensor::zeros({count}), 0, WORLD, 4);
-            check_tensor(
-                y, DType::Float32, {count}, [](int64_t) { return 4.0; }, "after a mismatch");
-          }
-        });
-        barrier();
-        soft.finish();
-      },
-      o);
+      n, [n = n](int rank) { pulled_or_streamed_exchanges(rank, n, shared_copy); }, o);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, P2PArenaPull,
