@@ -1,5 +1,6 @@
 #include "core/small_pool.h"
 
+#include <algorithm>
 #include <bit>
 #include <new>
 
@@ -18,7 +19,7 @@ namespace collie::detail {
 namespace {
 
 constexpr size_t kMinBlock = 64;
-constexpr int kClasses = 5;  // 64, 128, 256, 512, 1024 bytes
+constexpr int kClasses = 8;  // 64, 128, ..., 8192 bytes
 static_assert(kMinBlock << (kClasses - 1) == kPoolMaxBytes);
 static_assert(kMinBlock % kPoolAlignment == 0);
 
@@ -27,6 +28,11 @@ int class_of(size_t bytes) {
   return bytes <= kMinBlock ? 0 : std::bit_width(bytes - 1) - std::bit_width(kMinBlock - 1);
 }
 size_t class_bytes(int c) { return kMinBlock << c; }
+// Blocks a list keeps: kPoolBlocksPerClass, and no more than kPoolBytesPerClass.
+unsigned blocks_kept(int c) {
+  return static_cast<unsigned>(
+      std::min<size_t>(kPoolBlocksPerClass, kPoolBytesPerClass / class_bytes(c)));
+}
 
 void* system_alloc(size_t bytes) {
   return ::operator new (bytes, std::align_val_t{kPoolAlignment});
@@ -87,7 +93,7 @@ void pool_free(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
   if (COLLIE_POOL_BYPASS || bytes > kPoolMaxBytes) return system_free(block);
   const int c = class_of(bytes);
-  if (lists.torn_down || lists.count[c] >= kPoolBlocksPerClass) return system_free(block);
+  if (lists.torn_down || lists.count[c] >= blocks_kept(c)) return system_free(block);
   if (!lists.registered) arm_teardown();
   auto* b = static_cast<FreeBlock*>(block);
   b->next = lists.head[c];

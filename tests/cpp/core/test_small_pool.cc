@@ -30,7 +30,8 @@ bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kPoolAlign
 TEST(SmallPool, BlocksOfEverySizeAreAlignedWritableAndDistinct) {
   std::vector<std::pair<void*, size_t>> blocks;
   std::set<void*> seen;
-  for (size_t bytes : {1, 8, 63, 64, 65, 100, 128, 200, 256, 511, 512, 1000, 1024, 1025, 5000}) {
+  for (size_t bytes :
+       {1, 8, 63, 64, 65, 100, 128, 200, 256, 511, 512, 1000, 1024, 1025, 2048, 5000, 8192, 8193}) {
     for (int i = 0; i < 3; ++i) {
       void* p = pool_alloc(bytes);
       ASSERT_NE(p, nullptr);
@@ -56,8 +57,16 @@ TEST(SmallPool, AFreedBlockIsReusedForTheSameSizeClass) {
     EXPECT_EQ(q, p);
   }
   pool_free(q, 120);
-  void* big = pool_alloc(4096);  // beyond the pool: never kept
-  pool_free(big, 4096);
+  // A small tensor's data block (2 KiB: glibc's bins, not its thread cache).
+  void* data = pool_alloc(2048);
+  pool_free(data, 2048);
+  void* again = pool_alloc(1500);  // class 2048
+  if (kPooled) {
+    EXPECT_EQ(again, data);
+  }
+  pool_free(again, 1500);
+  void* big = pool_alloc(kPoolMaxBytes + 1);  // beyond the pool: never kept
+  pool_free(big, kPoolMaxBytes + 1);
   pool_free(nullptr, 64);  // allowed, like operator delete
 }
 
