@@ -56,6 +56,21 @@ def all_to_all_section(rank, size):
     same(y, np.broadcast_to(expected, (size * rows, 2)).astype(np.int64), "all_to_all_single")
 
 
+def p2p_section(rank, size):
+    """Sends of shared arrays of 8 KiB or more are read by the receiver from the sender's arena."""
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    for count in (3, 5000, 300001):  # streamed, pulled, pulled and beyond the 1 MiB ring
+        x = shared_like(np.arange(count, dtype=np.float32) + 1000 * rank)
+        out, h = cf.irecv(np.empty(count, np.float32), prv)
+        cf.send(x, nxt)
+        h.wait()
+        same(out, np.arange(count, dtype=np.float32) + 1000 * prv, f"send/irecv of {count}")
+        res = cf.batch_isend_irecv([cf.P2POp("irecv", (count - 1,), prv, recv_dtype=np.float32),
+                                    cf.P2POp("isend", x[1:], nxt)])  # a view one element in
+        same(res[0], np.arange(1, count, dtype=np.float32) + 1000 * prv, f"batch of a view of {count}")
+        same(x, np.arange(count, dtype=np.float32) + 1000 * rank, "the sent array is not modified")
+
+
 def arena_section(rank, size):
     same(comm.empty_shared(3, np.int16).shape, np.zeros(3).shape, "int shape")
     same(comm.empty_shared([2, 0], np.float32).shape, np.zeros([2, 0]).shape, "empty shape")
@@ -67,4 +82,4 @@ def arena_section(rank, size):
 
 
 if __name__ == "__main__":
-    run_sections([collectives_section, all_to_all_section, arena_section])
+    run_sections([collectives_section, all_to_all_section, p2p_section, arena_section])
