@@ -212,11 +212,13 @@ void reduce_arithmetic(void* dst, const void* const* srcs, int nsrc, size_t coun
 void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
               ReduceOp op) {
   if (nsrc < 1) throw ValueError("reduce_n: need at least one source, got " + std::to_string(nsrc));
-  // float16 and bfloat16 beyond a few elements: whole groups of eight in AVX2
-  // where the CPU has it, the rest here.
-  if ((dtype == DType::Float16 || dtype == DType::BFloat16) && count > kFewElements &&
-      avx2_16bit_kernels_available()) {
-    const size_t done = reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op);
+  // Floats beyond a few elements: whole vectors in AVX2 where the CPU has it
+  // (reduce_kernels_avx2.h), the rest here.
+  const bool half_width = dtype == DType::Float16 || dtype == DType::BFloat16;
+  const bool wide = dtype == DType::Float32 || dtype == DType::Float64;
+  if ((half_width || wide) && count > kFewElements && avx2_16bit_kernels_available()) {
+    const size_t done = half_width ? reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op)
+                                   : reduce_wide_floats_avx2(dst, srcs, nsrc, count, dtype, op);
     if (done == count) return;
     if (done == 0) return reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
     const size_t offset = done * element_size(dtype);

@@ -1,4 +1,4 @@
-// float16 and bfloat16 reductions with AVX2 and F16C (see reduce_kernels_avx2.h).
+// float16, bfloat16, float32 and float64 reductions with AVX2 (see reduce_kernels_avx2.h).
 #include "core/reduce_kernels_avx2.h"
 
 #include <cstdint>
@@ -144,6 +144,109 @@ size_t reduce_op(uint16_t* dst, const uint16_t* const* srcs, size_t nsrc, size_t
               : reduce_bfloat16<Op>(dst, srcs, nsrc, count);
 }
 
+// float64's apply8: acc op x on four doubles.
+template <ReduceOp Op>
+COLLIE_AVX2_INLINE __m256d apply4(__m256d acc, __m256d x) {
+  if constexpr (Op == ReduceOp::SUM) {
+    return _mm256_add_pd(acc, x);
+  } else if constexpr (Op == ReduceOp::PROD) {
+    return _mm256_mul_pd(acc, x);
+  } else {
+    const __m256d keep =
+        _mm256_or_pd(_mm256_cmp_pd(acc, x, Op == ReduceOp::MIN ? _CMP_LT_OQ : _CMP_GT_OQ),
+                     _mm256_cmp_pd(acc, acc, _CMP_UNORD_Q));
+    return _mm256_blendv_pd(x, acc, keep);
+  }
+}
+
+// One vector of float32 or float64: its loads, stores and apply.
+struct Float32x8 {
+  using Elem = float;
+  using Vec = __m256;
+  static constexpr size_t kLanes = 8;
+  COLLIE_AVX2_INLINE static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  COLLIE_AVX2_INLINE static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  template <ReduceOp Op>
+  COLLIE_AVX2_INLINE static Vec apply(Vec acc, Vec x) {
+    return apply8<Op>(acc, x);
+  }
+};
+
+struct Float64x4 {
+  using Elem = double;
+  using Vec = __m256d;
+  static constexpr size_t kLanes = 4;
+  COLLIE_AVX2_INLINE static Vec load(const double* p) { return _mm256_loadu_pd(p); }
+  COLLIE_AVX2_INLINE static void store(double* p, Vec v) { _mm256_storeu_pd(p, v); }
+  template <ReduceOp Op>
+  COLLIE_AVX2_INLINE static Vec apply(Vec acc, Vec x) {
+    return apply4<Op>(acc, x);
+  }
+};
+
+// Each element folded over the sources in order, as the portable kernels do,
+// a vector at a time; two sources two vectors at a time.
+template <typename V, ReduceOp Op>
+COLLIE_AVX2 size_t reduce_wide(typename V::Elem* dst, const typename V::Elem* const* srcs,
+                               size_t nsrc, size_t count) {
+  constexpr size_t kLanes = V::kLanes;
+  size_t i = 0;
+  if (nsrc == 2) {
+    const typename V::Elem* a = srcs[0];
+    const typename V::Elem* b = srcs[1];
+    for (; i + 2 * kLanes <= count; i += 2 * kLanes) {
+      const typename V::Vec lo = V::template apply<Op>(V::load(a + i), V::load(b + i));
+      const typename V::Vec hi =
+          V::template apply<Op>(V::load(a + i + kLanes), V::load(b + i + kLanes));
+      V::store(dst + i, lo);
+      V::store(dst + i + kLanes, hi);
+    }
+  }
+  for (; i + kLanes <= count; i += kLanes) {
+    // Every source is read before dst is written: dst may be one of them.
+    typename V::Vec acc = V::load(srcs[0] + i);
+    for (size_t k = 1; k < nsrc; ++k) acc = V::template apply<Op>(acc, V::load(srcs[k] + i));
+    V::store(dst + i, acc);
+  }
+  return i;
+}
+
+template <typename V>
+size_t reduce_wide_op(typename V::Elem* dst, const typename V::Elem* const* srcs, size_t nsrc,
+                      size_t count, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM:
+      return reduce_wide<V, ReduceOp::SUM>(dst, srcs, nsrc, count);
+    case ReduceOp::PROD:
+      return reduce_wide<V, ReduceOp::PROD>(dst, srcs, nsrc, count);
+    case ReduceOp::MIN:
+      return reduce_wide<V, ReduceOp::MIN>(dst, srcs, nsrc, count);
+    case ReduceOp::MAX:
+      return reduce_wide<V, ReduceOp::MAX>(dst, srcs, nsrc, count);
+  }
+  return 0;  // an invalid op: the portable kernels report it
+}
+
+// The sources as `T` pointers, on the stack for the usual group sizes.
+template <typename T>
+class TypedSources {
+ public:
+  TypedSources(const void* const* srcs, size_t n) {
+    if (n > kInline) {
+      heap_.resize(n);
+      typed_ = heap_.data();
+    }
+    for (size_t k = 0; k < n; ++k) typed_[k] = static_cast<const T*>(srcs[k]);
+  }
+  const T* const* get() const { return typed_; }
+
+ private:
+  static constexpr size_t kInline = 16;
+  const T* inline_[kInline];
+  std::vector<const T*> heap_;
+  const T** typed_ = inline_;
+};
+
 }  // namespace
 
 // CPUID and XGETBV directly: clang's __builtin_cpu_supports knows no "f16c".
@@ -168,18 +271,10 @@ size_t reduce_16bit_floats_avx2(void* dst, const void* const* srcs, int nsrc, si
                                 DType dtype, ReduceOp op) {
   if (nsrc < 1 || (dtype != DType::Float16 && dtype != DType::BFloat16)) return 0;
   auto* out = static_cast<uint16_t*>(dst);
-  // The 16-bit elements are read as raw bits. The typed pointers live on the
-  // stack for the usual group sizes.
-  constexpr size_t kInlineSources = 16;
-  const uint16_t* inline_typed[kInlineSources];
-  std::vector<const uint16_t*> heap_typed;
+  // The 16-bit elements are read as raw bits.
   const size_t n = static_cast<size_t>(nsrc);
-  const uint16_t** typed = inline_typed;
-  if (n > kInlineSources) {
-    heap_typed.resize(n);
-    typed = heap_typed.data();
-  }
-  for (size_t k = 0; k < n; ++k) typed[k] = static_cast<const uint16_t*>(srcs[k]);
+  const TypedSources<uint16_t> sources(srcs, n);
+  const uint16_t* const* typed = sources.get();
   const bool half = dtype == DType::Float16;
   switch (op) {
     case ReduceOp::SUM:
@@ -194,11 +289,30 @@ size_t reduce_16bit_floats_avx2(void* dst, const void* const* srcs, int nsrc, si
   return 0;  // an invalid op: the portable kernels report it
 }
 
+size_t reduce_wide_floats_avx2(void* dst, const void* const* srcs, int nsrc, size_t count,
+                               DType dtype, ReduceOp op) {
+  if (nsrc < 1) return 0;
+  const size_t n = static_cast<size_t>(nsrc);
+  if (dtype == DType::Float32) {
+    const TypedSources<float> sources(srcs, n);
+    return reduce_wide_op<Float32x8>(static_cast<float*>(dst), sources.get(), n, count, op);
+  }
+  if (dtype == DType::Float64) {
+    const TypedSources<double> sources(srcs, n);
+    return reduce_wide_op<Float64x4>(static_cast<double*>(dst), sources.get(), n, count, op);
+  }
+  return 0;
+}
+
 #else  // not x86-64: the portable kernels do everything
 
 bool avx2_16bit_kernels_available() { return false; }
 
 size_t reduce_16bit_floats_avx2(void*, const void* const*, int, size_t, DType, ReduceOp) {
+  return 0;
+}
+
+size_t reduce_wide_floats_avx2(void*, const void* const*, int, size_t, DType, ReduceOp) {
   return 0;
 }
 

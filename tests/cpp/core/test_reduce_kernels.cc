@@ -348,6 +348,96 @@ TEST(Avx2Kernels, ReduceRandomAndSpecialValuesAsThePortableKernels) {
   }
 }
 
+// float32 and float64 (reduce_wide_floats_avx2): random bit patterns mixed
+// with NaNs with payloads, infinities, zeros of both signs, subnormals.
+template <typename T>
+std::vector<T> random_wide(size_t count, uint32_t seed) {
+  const std::vector<T> special = {T(0),
+                                  -T(0),
+                                  std::numeric_limits<T>::infinity(),
+                                  -std::numeric_limits<T>::infinity(),
+                                  std::numeric_limits<T>::quiet_NaN(),
+                                  -std::numeric_limits<T>::quiet_NaN(),
+                                  std::numeric_limits<T>::denorm_min(),
+                                  std::numeric_limits<T>::max(),
+                                  std::numeric_limits<T>::lowest(),
+                                  T(1),
+                                  T(-2.5)};
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  std::vector<T> v(count);
+  uint64_t state = seed * 2654435761u + 12345u;
+  for (size_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    if ((state >> 60) == 0) {
+      v[i] = special[(state >> 32) % special.size()];
+    } else {
+      const auto bits = static_cast<Bits>(sizeof(T) == 4 ? state >> 32 : state ^ (state >> 29));
+      std::memcpy(&v[i], &bits, sizeof(T));
+    }
+  }
+  return v;
+}
+
+template <typename T>
+bool wide_meets_two_nans(ReduceOp op, const std::vector<const void*>& srcs, size_t i) {
+  if (op != ReduceOp::SUM && op != ReduceOp::PROD) return false;
+  T acc = static_cast<const T*>(srcs[0])[i];
+  for (size_t k = 1; k < srcs.size(); ++k) {
+    const T x = static_cast<const T*>(srcs[k])[i];
+    if (std::isnan(acc) && std::isnan(x)) return true;
+    acc = op == ReduceOp::SUM ? acc + x : acc * x;
+  }
+  return false;
+}
+
+template <typename T>
+void expect_wide_floats_as_portable(DType dtype) {
+  // Counts around the vector and two-vector steps and a long one, sources at odd
+  // element offsets (unaligned loads), dst also one of the sources.
+  for (size_t count : {size_t{17}, size_t{31}, size_t{33}, size_t{20011}}) {
+    for (ReduceOp op : {ReduceOp::SUM, ReduceOp::PROD, ReduceOp::MIN, ReduceOp::MAX}) {
+      for (int nsrc : {1, 2, 3, 5, 17}) {
+        SCOPED_TRACE(param_name(dtype, op) + " nsrc=" + std::to_string(nsrc) +
+                     " count=" + std::to_string(count));
+        std::vector<std::vector<T>> srcs;
+        std::vector<const void*> ptrs;
+        for (int k = 0; k < nsrc; ++k) {
+          srcs.push_back(random_wide<T>(count + 1, static_cast<uint32_t>(k + 7 * nsrc)));
+        }
+        for (int k = 0; k < nsrc; ++k) ptrs.push_back(srcs[static_cast<size_t>(k)].data() + k % 2);
+        std::vector<T> fast(count), portable(count);
+        reduce_n(fast.data(), ptrs.data(), nsrc, count, dtype, op);
+        detail::reduce_n_portable(portable.data(), ptrs.data(), nsrc, count, dtype, op);
+        for (size_t i = 0; i < count; ++i) {
+          if (std::memcmp(&fast[i], &portable[i], sizeof(T)) == 0) continue;
+          ASSERT_TRUE(wide_meets_two_nans<T>(op, ptrs, i) && std::isnan(fast[i]) &&
+                      std::isnan(portable[i]))
+              << "element " << i << ": " << fast[i] << " against " << portable[i];
+        }
+        // In place: dst is the first source (as two-shot slices reduce).
+        std::vector<T> in_place(srcs[0].begin(),
+                                srcs[0].begin() + static_cast<std::ptrdiff_t>(count));
+        std::vector<const void*> with_dst = ptrs;
+        with_dst[0] = in_place.data();
+        std::vector<T> expected(count);
+        detail::reduce_n_portable(expected.data(), with_dst.data(), nsrc, count, dtype, op);
+        reduce_n(in_place.data(), with_dst.data(), nsrc, count, dtype, op);
+        for (size_t i = 0; i < count; ++i) {
+          if (std::memcmp(&in_place[i], &expected[i], sizeof(T)) == 0) continue;
+          ASSERT_TRUE(std::isnan(in_place[i]) && std::isnan(expected[i]))
+              << "in place, element " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Avx2Kernels, Float32AndFloat64ReduceAsThePortableKernels) {
+  if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
+  expect_wide_floats_as_portable<float>(DType::Float32);
+  expect_wide_floats_as_portable<double>(DType::Float64);
+}
+
 TEST(ReduceSemantics, RejectsNoSources) {
   float out = 0;
   EXPECT_THROW(reduce_n(&out, nullptr, 0, 1, DType::Float32, ReduceOp::SUM), ValueError);
