@@ -49,7 +49,7 @@ int info_main(const std::vector<std::string>& args) {
       "(docs/backends.md)\n");
   // What makes large and 16-bit calls fast here (docs/performance.md).
   std::printf("float reductions (float16, bfloat16, float32, float64): %s\n",
-              detail::avx2_16bit_kernels_available()
+              detail::avx2_kernels_available()
                   ? "AVX2/F16C"
                   : "portable (this CPU has no AVX2 and F16C, or is not x86-64)");
   std::printf("transparent huge pages: kernel mode %s; tensors of 2 MiB or more %s\n",

@@ -216,7 +216,7 @@ void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType 
   // (reduce_kernels_avx2.h), the rest here.
   const bool half_width = dtype == DType::Float16 || dtype == DType::BFloat16;
   const bool wide = dtype == DType::Float32 || dtype == DType::Float64;
-  if ((half_width || wide) && count > kFewElements && avx2_16bit_kernels_available()) {
+  if ((half_width || wide) && count > kFewElements && avx2_kernels_available()) {
     const size_t done = half_width ? reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op)
                                    : reduce_wide_floats_avx2(dst, srcs, nsrc, count, dtype, op);
     if (done == count) return;

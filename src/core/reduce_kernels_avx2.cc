@@ -16,7 +16,7 @@ namespace collie::detail {
 
 namespace {
 
-// Everything below runs only where avx2_16bit_kernels_available() said so. The
+// Everything below runs only where avx2_kernels_available() said so. The
 // helpers are forced inline into the loops, which carry the target attribute.
 #define COLLIE_AVX2 __attribute__((target("avx2,f16c")))
 #define COLLIE_AVX2_INLINE __attribute__((target("avx2,f16c"), always_inline)) inline
@@ -262,7 +262,7 @@ bool cpu_has_avx2_and_f16c() {
   return (ebx & bit_AVX2) != 0;
 }
 
-bool avx2_16bit_kernels_available() {
+bool avx2_kernels_available() {
   static const bool available = cpu_has_avx2_and_f16c();
   return available;
 }
@@ -306,7 +306,7 @@ size_t reduce_wide_floats_avx2(void* dst, const void* const* srcs, int nsrc, siz
 
 #else  // not x86-64: the portable kernels do everything
 
-bool avx2_16bit_kernels_available() { return false; }
+bool avx2_kernels_available() { return false; }
 
 size_t reduce_16bit_floats_avx2(void*, const void* const*, int, size_t, DType, ReduceOp) {
   return 0;

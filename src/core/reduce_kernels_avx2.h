@@ -20,7 +20,7 @@
 //
 // Example (what reduce_n does):
 //   size_t done = 0;
-//   if (avx2_16bit_kernels_available())
+//   if (avx2_kernels_available())
 //     done = reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op);
 //   // elements [done, count) by the portable kernels
 #pragma once
@@ -32,13 +32,14 @@
 
 namespace collie::detail {
 
-// Whether this CPU has AVX2 and F16C (read once). False off x86-64.
-bool avx2_16bit_kernels_available();
+// Whether this CPU has AVX2 and F16C (read once), which every kernel here needs.
+// False off x86-64.
+bool avx2_kernels_available();
 
 // Reduces the first count / 8 * 8 elements of the float16 or bfloat16 sources
 // into dst, as reduce_n does (in source order, accumulated in float32, rounded
 // once), and returns how many it did; 0 for another dtype or an invalid op.
-// Needs avx2_16bit_kernels_available(). dst may alias any source.
+// Needs avx2_kernels_available(). dst may alias any source.
 size_t reduce_16bit_floats_avx2(void* dst, const void* const* srcs, int nsrc, size_t count,
                                 DType dtype, ReduceOp op);
 
@@ -49,7 +50,7 @@ size_t reduce_16bit_floats_avx2(void* dst, const void* const* srcs, int nsrc, si
 // core, 2 sources in cache, per element: 512 float32 0.27 -> 0.085 ns, 64 Ki
 // 0.141 -> 0.110 ns; from memory both run at its speed. Returns how many were
 // done; 0 for another dtype or an invalid op. Needs
-// avx2_16bit_kernels_available() (AVX2 CPUs have F16C). dst may alias any source.
+// avx2_kernels_available(). dst may alias any source.
 size_t reduce_wide_floats_avx2(void* dst, const void* const* srcs, int nsrc, size_t count,
                                DType dtype, ReduceOp op);
 

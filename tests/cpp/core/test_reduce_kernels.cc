@@ -255,7 +255,7 @@ TEST(ReduceSemantics, FloatSumOfInfinitiesAndNaN) {
 // The AVX2 kernels for float16 and bfloat16 (reduce_kernels_avx2.h) against the
 // portable ones, bit for bit. Only where the CPU runs them: elsewhere reduce_n
 // is the portable code and there is nothing to compare.
-bool avx2_kernels_here() { return detail::avx2_16bit_kernels_available(); }
+bool avx2_kernels_here() { return detail::avx2_kernels_available(); }
 
 // Source k of `count` raw 16-bit values: random bit patterns (every class of
 // value: NaNs with payloads, infinities, subnormals, zeros of both signs)
