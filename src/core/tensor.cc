@@ -25,6 +25,12 @@ void check_shape(const Shape& shape) {
       throw ValueError("shape " + shape_to_string(shape) + " has too many elements");
     }
   }
+  // Its bytes must fit too, at any element size: 2^62 float64 elements are
+  // 2^65 bytes, which wrapped to a zero-byte storage under a tensor of 2^62.
+  if (numel > kMaxElements) {
+    throw ValueError("shape " + shape_to_string(shape) + " has too many elements (at most " +
+                     std::to_string(kMaxElements) + ")");
+  }
 }
 
 }  // namespace detail

@@ -299,6 +299,9 @@ TEST(Shared, PagesKeptByAThreadDoNotOutliveTheirArena) {
     // A count past int64 (it wrapped to a small size before it was checked).
     RCHECK_THROWS(empty_shared({int64_t{1} << 32, int64_t{1} << 32, 4}), ValueError,
                   "has too many elements");
+    // A count that fits but whose bytes wrap (2^65 bytes of float64).
+    RCHECK_THROWS(empty_shared({int64_t{1} << 62}, DType::Float64), ValueError,
+                  "has too many elements");
     RCHECK_EQ(empty_shared({4}, DType::Float32).data_ptr(), kept) << "the kept page is still free";
     Tensor x = empty_shared({3}, DType::Float32);
     RCHECK(is_shared(x));

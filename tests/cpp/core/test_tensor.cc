@@ -131,6 +131,12 @@ TEST(TensorFactory, RejectsShapesWithTooManyElements) {
   expect_contains(message, "too many elements");
   expect_contains(message, "[4294967296, 4294967296]");
   EXPECT_THROW(Tensor::uninitialized({3, INT64_MAX}), ValueError);
+  // A count that fits int64 but whose bytes do not (2^65 bytes of float64
+  // wrapped to an empty storage under 2^62 elements).
+  const std::string bytes_message =
+      message_of<ValueError>([] { Tensor::zeros({int64_t{1} << 62}, DType::Float64); });
+  expect_contains(bytes_message, "too many elements");
+  EXPECT_THROW(Tensor::uninitialized({int64_t{1} << 61, 4}, DType::Int8), ValueError);
   EXPECT_EQ(Tensor::zeros({0, INT64_MAX}).numel(), 0);
   EXPECT_EQ(Tensor::zeros({INT64_MAX, 0}).numel(), 0);
   EXPECT_EQ(Tensor::zeros({big / 2, 2, 0}).numel(), 0);
