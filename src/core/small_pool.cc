@@ -1,6 +1,7 @@
 #include "core/small_pool.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <new>
 
@@ -27,12 +28,20 @@ static_assert(kMinBlock % kPoolAlignment == 0);
 int class_of(size_t bytes) {
   return bytes <= kMinBlock ? 0 : std::bit_width(bytes - 1) - std::bit_width(kMinBlock - 1);
 }
-size_t class_bytes(int c) { return kMinBlock << c; }
+constexpr size_t class_bytes(int c) { return kMinBlock << c; }
 // Blocks a list keeps: kPoolBlocksPerClass, and no more than kPoolBytesPerClass.
-unsigned blocks_kept(int c) {
+constexpr unsigned blocks_kept(int c) {
   return static_cast<unsigned>(
       std::min<size_t>(kPoolBlocksPerClass, kPoolBytesPerClass / class_bytes(c)));
 }
+constexpr auto kBlocksKept = [] {
+  std::array<unsigned, kClasses> kept{};
+  for (int c = 0; c < kClasses; ++c) kept[static_cast<size_t>(c)] = blocks_kept(c);
+  return kept;
+}();
+// A list's count once its thread's teardown ran: never below kBlocksKept, so
+// every later free goes to the system without a test of its own.
+constexpr unsigned kTornDown = ~0u;
 
 void* system_alloc(size_t bytes) {
   return ::operator new (bytes, std::align_val_t{kPoolAlignment});
@@ -47,25 +56,24 @@ struct FreeBlock {
 
 // Trivially destructible, so it may still be read after the thread's other
 // thread_local objects were destroyed (a Tensor held by one of them may be
-// freed then): `torn_down` sends such late frees to the system.
+// freed then): the teardown leaves every list empty with count kTornDown, which
+// sends such late frees to the system.
 struct ThreadLists {
   FreeBlock* head[kClasses];
   unsigned count[kClasses];
   bool registered;  // the teardown below is armed for this thread
-  bool torn_down;
 };
 thread_local ThreadLists lists;
 
 // Frees this thread's lists when the thread ends.
 struct Teardown {
   ~Teardown() {
-    lists.torn_down = true;
     for (int c = 0; c < kClasses; ++c) {
       while (FreeBlock* b = lists.head[c]) {
         lists.head[c] = b->next;
         system_free(b);
       }
-      lists.count[c] = 0;
+      lists.count[c] = kTornDown;
     }
   }
 };
@@ -81,9 +89,10 @@ void arm_teardown() {
 void* pool_alloc(size_t bytes) {
   if (COLLIE_POOL_BYPASS || bytes > kPoolMaxBytes) return system_alloc(bytes);
   const int c = class_of(bytes);
-  if (FreeBlock* b = lists.head[c]) {
-    lists.head[c] = b->next;
-    --lists.count[c];
+  ThreadLists& l = lists;
+  if (FreeBlock* b = l.head[c]) {
+    l.head[c] = b->next;
+    --l.count[c];
     return b;
   }
   return system_alloc(class_bytes(c));
@@ -93,12 +102,21 @@ void pool_free(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
   if (COLLIE_POOL_BYPASS || bytes > kPoolMaxBytes) return system_free(block);
   const int c = class_of(bytes);
-  if (lists.torn_down || lists.count[c] >= blocks_kept(c)) return system_free(block);
-  if (!lists.registered) arm_teardown();
+  ThreadLists& l = lists;
+  if (l.count[c] >= kBlocksKept[static_cast<size_t>(c)]) return system_free(block);
+  if (!l.registered) [[unlikely]]
+    arm_teardown();
   auto* b = static_cast<FreeBlock*>(block);
-  b->next = lists.head[c];
-  lists.head[c] = b;
-  ++lists.count[c];
+  b->next = l.head[c];
+  l.head[c] = b;
+  ++l.count[c];
+}
+
+size_t pool_blocks_kept(size_t bytes) noexcept {
+  if (COLLIE_POOL_BYPASS || bytes > kPoolMaxBytes) return 0;
+  size_t kept = 0;
+  for (const FreeBlock* b = lists.head[class_of(bytes)]; b != nullptr; b = b->next) ++kept;
+  return kept;
 }
 
 }  // namespace collie::detail

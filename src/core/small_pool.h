@@ -41,6 +41,9 @@ inline constexpr size_t kPoolBytesPerClass = 64 << 10;
 void* pool_alloc(size_t bytes);
 // Gives back a block from pool_alloc(`bytes`) (the same `bytes`).
 void pool_free(void* block, size_t bytes) noexcept;
+// How many free blocks this thread keeps for blocks of `bytes` (tests; 0 past
+// kPoolMaxBytes and once the thread's pool was torn down).
+size_t pool_blocks_kept(size_t bytes) noexcept;
 
 // A std allocator over the pool, for std::allocate_shared.
 template <typename T>
