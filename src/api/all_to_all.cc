@@ -1,5 +1,8 @@
 // The three all-to-all functions of comm_func (collie/comm.h).
+#include <algorithm>
+#include <array>
 #include <numeric>
+#include <span>
 #include <string>
 
 #include "api/api_common.h"
@@ -25,10 +28,32 @@ std::string list_str(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-// Element counts per rank of a split along dim 0 (rows of `row` elements): the
-// given split sizes (checked), or N equal parts.
-detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row,
-                            const detail::Group& g, const char* which) {
+// One call's send and receive counts (n each), on the stack for groups of up
+// to kInlineRanks ranks: a small call allocates nothing for them.
+class CallCounts {
+ public:
+  explicit CallCounts(size_t n) : n_(n) {
+    if (2 * n > inline_.size()) heap_.resize(2 * n);
+  }
+  CallCounts(const CallCounts&) = delete;
+  CallCounts& operator=(const CallCounts&) = delete;
+
+  std::span<size_t> send() { return {data(), n_}; }
+  std::span<size_t> recv() { return {data() + n_, n_}; }
+
+ private:
+  static constexpr size_t kInlineRanks = 32;
+  size_t* data() { return heap_.empty() ? inline_.data() : heap_.data(); }
+
+  size_t n_;
+  std::array<size_t, 2 * kInlineRanks> inline_;  // every word used is written first
+  detail::Counts heap_;
+};
+
+// Element counts per rank of a split along dim 0 (rows of `row` elements) into
+// `counts`: the given split sizes (checked), or N equal parts.
+void split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row,
+                  const detail::Group& g, const char* which, std::span<size_t> counts) {
   const int n = g.size();
   if (given.empty()) {
     const int64_t per_rank = g.rows_per_rank(rows);
@@ -37,7 +62,8 @@ detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int
                        " shape at dim 0 must be divided by world_size, but got " +
                        std::to_string(rows) + " and " + std::to_string(n) + ".");
     }
-    return detail::Counts(static_cast<size_t>(n), static_cast<size_t>(per_rank * row));
+    std::fill(counts.begin(), counts.end(), static_cast<size_t>(per_rank * row));
+    return;
   }
   if (given.size() != static_cast<size_t>(n)) {
     throw ValueError(std::string("all_to_all_single_with_output_shape: ") + which +
@@ -56,17 +82,15 @@ detail::Counts split_counts(const std::vector<int64_t>& given, int64_t rows, int
                      "_split_sizes " + list_str(given) + " sum to " + std::to_string(sum) +
                      " but the " + which + " has " + std::to_string(rows) + " rows at dim 0");
   }
-  detail::Counts counts(given.size());
   for (size_t i = 0; i < given.size(); ++i) counts[i] = static_cast<size_t>(given[i] * row);
-  return counts;
 }
 
-WorkPtr launch(detail::Group& g, const Tensor& in, detail::Counts send, const Tensor& out,
-               detail::Counts recv, bool blocking) {
+WorkPtr launch(detail::Group& g, const Tensor& in, CallCounts& counts, const Tensor& out,
+               bool blocking) {
   // Counts differ per rank, so the fingerprint carries none (step 0 checks them).
   detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0, ReduceOp::SUM, -1, blocking);
   return g.submit(info, {&in, &out}, [&](Backend& b, const WorkPtr& w) {
-    b.all_to_all(w, in.data_ptr(), std::move(send), out.data_ptr(), std::move(recv), in.dtype());
+    b.all_to_all(w, in.data_ptr(), counts.send(), out.data_ptr(), counts.recv(), in.dtype());
   });
 }
 
@@ -92,7 +116,8 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
     }
   }
   std::vector<Tensor> flat;
-  detail::Counts send(n), recv(n);
+  CallCounts counts(n);
+  std::span<size_t> send = counts.send(), recv = counts.recv();
   int64_t total_recv = 0;
   for (size_t i = 0; i < n; ++i) {
     flat.push_back(input_tensor_list[i].reshape({input_tensor_list[i].numel()}));
@@ -110,7 +135,7 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
     outputs.push_back(out.slice(offset, offset + len).reshape(output_shape_list[i]));
     offset += len;
   }
-  WorkPtr w = launch(*g, in, std::move(send), out, std::move(recv), !async_op);
+  WorkPtr w = launch(*g, in, counts, out, !async_op);
   if (!async_op) {
     w->wait();
     return {outputs, CommHandle()};
@@ -131,14 +156,15 @@ std::pair<Tensor, CommHandle> all_to_all_single_with_output_shape(
         "For all_to_all_single_with_output_shape, output_shape must have at least one dimension");
   }
   // Sizes of what is sent come from the input tensor itself (not from output_shape).
-  detail::Counts send =
-      split_counts(input_split_sizes, tensor.size(0), row_size(tensor.shape()), *g, "input");
-  detail::Counts recv =
-      split_counts(output_split_sizes, output_shape[0], row_size(output_shape), *g, "output");
+  CallCounts counts(static_cast<size_t>(g->size()));
+  split_counts(input_split_sizes, tensor.size(0), row_size(tensor.shape()), *g, "input",
+               counts.send());
+  split_counts(output_split_sizes, output_shape[0], row_size(output_shape), *g, "output",
+               counts.recv());
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   Tensor out = detail::new_output(in, output_shape, tensor.dtype());
-  WorkPtr w = launch(*g, in, std::move(send), out, std::move(recv), !async_op);
+  WorkPtr w = launch(*g, in, counts, out, !async_op);
   return detail::finish(std::move(out), w, async_op);
 }
 
@@ -171,7 +197,8 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
     throw ValueError("all_to_all_v_c writes into output, which must be contiguous");
   }
   const size_t me = static_cast<size_t>(g->rank());
-  detail::Counts send(n), recv(n);
+  CallCounts counts(n);
+  std::span<size_t> send = counts.send(), recv = counts.recv();
   int64_t rows_out = 0, rows_in = 0;
   for (size_t j = 0; j < n; ++j) {
     send[j] = static_cast<size_t>(send_count_matrix[me * n + j] * in_row);
@@ -189,7 +216,7 @@ CommHandle all_to_all_v_c(Tensor& output, const Tensor& input,
   }
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(input, in_copy);
-  WorkPtr w = launch(*g, in, std::move(send), output, std::move(recv), !async_op);
+  WorkPtr w = launch(*g, in, counts, output, !async_op);
   if (!async_op) {
     w->wait();
     return CommHandle();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "collie/comm.h"
@@ -17,8 +18,11 @@
 
 namespace collie::detail {
 
-// Per-rank element counts of an all_to_all. Every call makes a few and drops
-// them: from the per-thread pool (core/small_pool.h).
+// Per-rank element counts of an all_to_all, one per group rank, as a call
+// passes them (a backend copies what it keeps).
+using CountSpan = std::span<const size_t>;
+// Counts a backend keeps while an operation runs. Every call makes some and
+// drops them: from the per-thread pool (core/small_pool.h).
 using Counts = std::vector<size_t, PoolAllocator<size_t>>;
 
 class Backend {
@@ -49,9 +53,9 @@ class Backend {
   virtual void barrier(const WorkPtr& w) = 0;
   // Sends send_counts[j] elements to rank j (packed in rank order in `in`) and
   // receives recv_counts[j] from rank j (packed in rank order in `out`). The
-  // counts are taken by value: the operation keeps them while it runs.
-  virtual void all_to_all(const WorkPtr& w, const void* in, Counts send_counts, void* out,
-                          Counts recv_counts, DType dtype) = 0;
+  // counts are read during the call only: the operation copies what it keeps.
+  virtual void all_to_all(const WorkPtr& w, const void* in, CountSpan send_counts, void* out,
+                          CountSpan recv_counts, DType dtype) = 0;
   virtual void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
                     int tag) = 0;
   virtual void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) = 0;

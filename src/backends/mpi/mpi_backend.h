@@ -32,8 +32,8 @@ class MpiBackend final : public Backend {
   void scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                int root) override;
   void barrier(const WorkPtr& w) override;
-  void all_to_all(const WorkPtr& w, const void* in, Counts send_counts, void* out,
-                  Counts recv_counts, DType dtype) override;
+  void all_to_all(const WorkPtr& w, const void* in, CountSpan send_counts, void* out,
+                  CountSpan recv_counts, DType dtype) override;
   void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
             int tag) override;
   void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) override;

@@ -89,8 +89,8 @@ std::unique_ptr<Task> make_barrier(const MpiGroup& g, const WorkPtr& w) {
 // expects) fails on every rank alike, before any data moves, and the group stays
 // usable. MPI itself would truncate or misplace data instead.
 std::unique_ptr<Task> make_all_to_all(const MpiGroup& g, const WorkPtr& w, const void* in,
-                                      const Counts& send_counts, void* out,
-                                      const Counts& recv_counts, DType dtype) {
+                                      CountSpan send_counts, void* out, CountSpan recv_counts,
+                                      DType dtype) {
   auto t = std::make_unique<Task>(w);
   const std::string what = w->info().describe();
   const size_t n = static_cast<size_t>(g.size());

@@ -28,8 +28,8 @@ std::unique_ptr<Task> make_scatter(const MpiGroup& g, const WorkPtr& w, const vo
                                    size_t count, DType dtype, int root);
 std::unique_ptr<Task> make_barrier(const MpiGroup& g, const WorkPtr& w);
 std::unique_ptr<Task> make_all_to_all(const MpiGroup& g, const WorkPtr& w, const void* in,
-                                      const Counts& send_counts, void* out,
-                                      const Counts& recv_counts, DType dtype);
+                                      CountSpan send_counts, void* out, CountSpan recv_counts,
+                                      DType dtype);
 
 // Reductions (reductions.cc): native MPI reductions or rank-ordered local ones (datatypes.h).
 std::unique_ptr<Task> make_all_reduce(const MpiGroup& g, ReductionMode mode, const WorkPtr& w,

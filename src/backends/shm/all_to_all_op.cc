@@ -77,7 +77,7 @@ class CompactStep {
   static constexpr uint8_t kPiecesInSlot = 0x80;
 
   // The width this rank's counts need in a line, or 0 when they do not fit one.
-  static uint8_t counts_width(const Counts& send, const Counts& recv) {
+  static uint8_t counts_width(CountSpan send, CountSpan recv) {
     size_t largest = 0;
     for (size_t j = 0; j < send.size(); ++j) largest = std::max({largest, send[j], recv[j]});
     const uint8_t width = largest <= 0xff ? 1 : largest <= 0xffff ? 2 : 0;
@@ -86,7 +86,7 @@ class CompactStep {
   }
 
   // The width this rank's counts need, or 0 when its step does not fit a line.
-  static uint8_t width_for(const Counts& send, const Counts& recv, size_t me, size_t esize) {
+  static uint8_t width_for(CountSpan send, CountSpan recv, size_t me, size_t esize) {
     const uint8_t width = counts_width(send, recv);
     size_t piece_bytes = 0;
     for (size_t j = 0; j < send.size(); ++j) {
@@ -100,7 +100,7 @@ class CompactStep {
   static bool holds_pieces(const uint8_t* line) { return (line[0] & kPiecesInSlot) == 0; }
 
   // form: the width, with kPiecesInSlot when the pieces go to the slot.
-  static void write_counts(uint8_t* line, uint8_t form, const Counts& send, const Counts& recv) {
+  static void write_counts(uint8_t* line, uint8_t form, CountSpan send, CountSpan recv) {
     const uint8_t width = form & ~kPiecesInSlot;
     line[0] = form;
     const size_t n = send.size();
@@ -117,15 +117,14 @@ class CompactStep {
 
   // Rank p's 2n counts from its line (width != 0) into `counts`.
   static void read_counts(const uint8_t* line, size_t n, size_t* counts) {
-    const uint8_t width = line[0] & ~kPiecesInSlot;
+    if ((line[0] & ~kPiecesInSlot) == 1) {
+      for (size_t j = 0; j < 2 * n; ++j) counts[j] = line[1 + j];
+      return;
+    }
     for (size_t j = 0; j < 2 * n; ++j) {
-      if (width == 1) {
-        counts[j] = line[1 + j];
-      } else {
-        uint16_t c16;
-        std::memcpy(&c16, line + 1 + 2 * j, 2);
-        counts[j] = c16;
-      }
+      uint16_t c16;
+      std::memcpy(&c16, line + 1 + 2 * j, 2);
+      counts[j] = c16;
     }
   }
 
@@ -135,30 +134,37 @@ class CompactStep {
 
 class AllToAllOp final : public StepOp {
  public:
-  AllToAllOp(const CollectiveCall& c, const void* in, Counts send_counts, void* out,
-             Counts recv_counts, DType dtype, std::optional<ArenaRef> shared_input)
+  AllToAllOp(const CollectiveCall& c, const void* in, CountSpan send_counts, void* out,
+             CountSpan recv_counts, DType dtype, std::optional<ArenaRef> shared_input)
       : StepOp(*c.engine, *c.group, c.work, 1),
         engine_(*c.engine),
         shared_(shared_input.has_value()),
         in_ref_(shared_input.value_or(ArenaRef{})),
         in_(static_cast<const uint8_t*>(in)),
         out_(static_cast<uint8_t*>(out)),
-        send_(std::move(send_counts)),
-        recv_(std::move(recv_counts)),
         esize_(element_size(dtype)),
-        header_bytes_(all_to_all_header_bytes(send_.size())),
+        header_bytes_(all_to_all_header_bytes(send_counts.size())),
         piece_bytes_(c.group->all_to_all_piece_bytes()),
         per_step_(piece_bytes_ >> std::countr_zero(esize_)),  // sizes are powers of two
         cma_(c.group->cma()),
         cma_pair_min_(cma_pair_min(*c.group)),
         cma_pair_max_(cma_pair_max(*c.group)),
-        // One allocation for all: the displacements, then the matrix and whose
-        // input lies on huge pages (step 0).
-        table_(2 * send_.size() + 2 * send_.size() * send_.size() + send_.size()) {
-    const size_t n = send_.size();
-    for (size_t i = 1; i < n; ++i) {
-      table_[i] = table_[i - 1] + send_[i - 1];
-      table_[n + i] = table_[n + i - 1] + recv_[i - 1];
+        // One allocation for all (a small call's only one): the counts, the
+        // displacements, then the matrix and whose input lies on huge pages (step 0).
+        table_(4 * send_counts.size() + 2 * send_counts.size() * send_counts.size() +
+               send_counts.size()),
+        send_(table_.data(), send_counts.size()),
+        recv_(table_.data() + send_counts.size(), send_counts.size()) {
+    const size_t n = send_counts.size();
+    size_t* displ = table_.data() + 2 * n;
+    size_t sent = 0, received = 0;
+    for (size_t i = 0; i < n; ++i) {
+      table_[i] = send_counts[i];
+      table_[n + i] = recv_counts[i];
+      displ[i] = sent;
+      displ[n + i] = received;
+      sent += send_counts[i];
+      received += recv_counts[i];
     }
     in_on_huge_pages_ = input_on_huge_pages();
     // Ranks that passed shared tensors and ranks that did not must not mix.
@@ -168,8 +174,6 @@ class AllToAllOp final : public StepOp {
     } else if (cma_) {
       set_variant(3);
     }
-    size_t received = 0;
-    for (size_t c : recv_) received += c;
     stream_output_ = received * esize_ >= kStreamingOutputBytes;
     compact_width_ = CompactStep::width_for(send_, recv_, me(), esize_);
     if (compact_width_ == 0) {
@@ -315,7 +319,7 @@ class AllToAllOp final : public StepOp {
   // Every rank's 2n counts into the matrix, from its line or its slot.
   void read_matrix(const std::vector<const uint8_t*>& slots) {
     const size_t n = slots.size();
-    size_t* m = table_.data() + 2 * n;
+    size_t* m = table_.data() + 4 * n;
     size_t* huge = m + 2 * n * n;
     for (size_t p = 0; p < n; ++p) {
       const uint8_t* line = line_data(static_cast<int>(p));
@@ -328,7 +332,7 @@ class AllToAllOp final : public StepOp {
       }
     }
   }
-  const size_t* matrix() const { return table_.data() + 2 * send_.size(); }
+  const size_t* matrix() const { return table_.data() + 4 * send_.size(); }
   // Whether rank p's input lies on huge pages, as its step 0 said.
   bool on_huge_pages(size_t p) const { return matrix()[2 * send_.size() * send_.size() + p] != 0; }
 
@@ -339,13 +343,14 @@ class AllToAllOp final : public StepOp {
     size_t staged_max = 0;
     bool any_pulled = false;
     for (size_t i = 0; i < n; ++i) {
+      const size_t* sends = matrix() + i * 2 * n;
+      const bool huge = on_huge_pages(i);
       for (size_t j = 0; j < n; ++j) {
-        const size_t c = matrix()[i * 2 * n + j];
         if (i == j) continue;  // own pieces: copied in step 0
-        if (pulled(c, on_huge_pages(i))) {
+        if (pulled(sends[j], huge)) {
           any_pulled = true;
         } else {
-          staged_max = std::max(staged_max, c);
+          staged_max = std::max(staged_max, sends[j]);
         }
       }
     }
@@ -402,45 +407,50 @@ class AllToAllOp final : public StepOp {
   uint8_t counts_width_ = 0;   // else its step 0's counts are in its line if nonzero
   const uint8_t* in_;
   uint8_t* out_;
-  Counts send_, recv_;
   size_t esize_, header_bytes_, piece_bytes_, per_step_;
   bool cma_;
   size_t cma_pair_min_, cma_pair_max_;  // pieces in [min, max) are read with CMA
   bool in_on_huge_pages_ = false;       // and larger ones from inputs on huge pages
-  // Where each piece starts (n in the input, then n in the output), then the
-  // count matrix as read in step 0 (2n per rank: matrix()).
+  // This rank's n send and n receive counts, where each piece starts (n in the
+  // input, then n in the output), then the count matrix as read in step 0 (2n
+  // per rank: matrix()) and, per rank, whether its input lies on huge pages.
   Counts table_;
+  CountSpan send_, recv_;  // the first 2n words of table_
 
-  size_t send_displ(size_t rank) const { return table_[rank]; }
-  size_t recv_displ(size_t rank) const { return table_[send_.size() + rank]; }
+  size_t send_displ(size_t rank) const { return table_[2 * send_.size() + rank]; }
+  size_t recv_displ(size_t rank) const { return table_[3 * send_.size() + rank]; }
 };
 
 }  // namespace
 
 void check_all_to_all_counts(const ShmGroup& g, const OpInfo& info, const size_t* matrix) {
   const size_t n = static_cast<size_t>(g.size());
+  // Row i: [what i sends to 0..n-1, what i expects from 0..n-1].
+  auto agree = [&](size_t i, size_t j) {
+    return matrix[i * 2 * n + j] == matrix[j * 2 * n + n + i];
+  };
+  bool all_agree = true;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) all_agree &= agree(i, j);
+  }
+  if (all_agree) return;
   std::string mismatches;
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
-      const size_t sent = matrix[i * 2 * n + j], expected = matrix[j * 2 * n + n + i];
-      if (sent != expected && mismatches.size() < 400) {
-        mismatches += " rank " + std::to_string(g.world_rank(static_cast<int>(i))) + " sends " +
-                      std::to_string(sent) + " elements to rank " +
-                      std::to_string(g.world_rank(static_cast<int>(j))) + ", which expects " +
-                      std::to_string(expected) + ";";
-      }
+      if (agree(i, j) || mismatches.size() >= 400) continue;
+      mismatches += " rank " + std::to_string(g.world_rank(static_cast<int>(i))) + " sends " +
+                    std::to_string(matrix[i * 2 * n + j]) + " elements to rank " +
+                    std::to_string(g.world_rank(static_cast<int>(j))) + ", which expects " +
+                    std::to_string(matrix[j * 2 * n + n + i]) + ";";
     }
   }
-  if (!mismatches.empty()) {
-    throw CommError(info.describe() + ": send and receive sizes disagree:" + mismatches);
-  }
+  throw CommError(info.describe() + ": send and receive sizes disagree:" + mismatches);
 }
 
-std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, Counts send_counts,
-                                         void* out, Counts recv_counts, DType dtype,
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, CountSpan send_counts,
+                                         void* out, CountSpan recv_counts, DType dtype,
                                          std::optional<ArenaRef> shared_input) {
-  return std::make_unique<AllToAllOp>(c, in, std::move(send_counts), out, std::move(recv_counts),
-                                      dtype, shared_input);
+  return std::make_unique<AllToAllOp>(c, in, send_counts, out, recv_counts, dtype, shared_input);
 }
 
 }  // namespace collie::detail

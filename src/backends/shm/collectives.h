@@ -57,8 +57,8 @@ void check_all_to_all_counts(const ShmGroup& g, const OpInfo& info, const size_t
 
 // `shared_input`: where this rank's input is in the shared arena, when every
 // rank's input and output are there (the pieces are then read in place).
-std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, Counts send_counts,
-                                         void* out, Counts recv_counts, DType dtype,
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, CountSpan send_counts,
+                                         void* out, CountSpan recv_counts, DType dtype,
                                          std::optional<ArenaRef> shared_input);
 
 }  // namespace collie::detail

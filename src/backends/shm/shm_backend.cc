@@ -128,8 +128,8 @@ void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
 
 void ShmBackend::barrier(const WorkPtr& w) { engine_->submit(group_.get(), make_barrier(call(w))); }
 
-void ShmBackend::all_to_all(const WorkPtr& w, const void* in, Counts send_counts, void* out,
-                            Counts recv_counts, DType dtype) {
+void ShmBackend::all_to_all(const WorkPtr& w, const void* in, CountSpan send_counts, void* out,
+                            CountSpan recv_counts, DType dtype) {
   const size_t esize = element_size(dtype);
   size_t sent = 0, received = 0;
   for (size_t c : send_counts) sent += c;
@@ -138,8 +138,8 @@ void ShmBackend::all_to_all(const WorkPtr& w, const void* in, Counts send_counts
   // agree); the op reads the pieces worth it in place and stages small ones.
   std::optional<ArenaRef> shared_input;
   if (auto b = direct(in, sent * esize, out, received * esize, 0)) shared_input = b->in_ref;
-  engine_->submit(group_.get(), make_all_to_all(call(w), in, std::move(send_counts), out,
-                                                std::move(recv_counts), dtype, shared_input));
+  engine_->submit(group_.get(),
+                  make_all_to_all(call(w), in, send_counts, out, recv_counts, dtype, shared_input));
 }
 
 void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
