@@ -1,0 +1,45 @@
+# collie::collie_lto: the library again, compiled for link-time optimisation.
+#
+# A small collective passes through a dozen of collie's files (api, group,
+# backend, engine, step protocol, tensors), each call a few dozen instructions
+# that cross-file inlining removes: 2 ranks, 8 B, 14-17 % fewer instructions per
+# call (docs/performance.md, "Link-time optimisation"). The programs whose
+# speed per call is the point link this copy: the benchmark worker and the
+# Python module. Everything else (the tests, the examples, the CLI, and the
+# installed libcollie.a) uses the ordinary objects, so no other link pays for
+# LTO and an installed collie carries no compiler-specific intermediate code.
+# In-tree C++ programs may link collie::collie_lto too (GCC only).
+#
+# -DCOLLIE_LTO=OFF (the default outside optimised GCC builds) makes
+# collie::collie_lto the ordinary library.
+set(collie_lto_default OFF)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND
+   CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo|MinSizeRel)$")
+  set(collie_lto_default ON)
+endif()
+option(COLLIE_LTO "Build collie::collie_lto with link-time optimisation (GCC)" ${collie_lto_default})
+if(COLLIE_LTO AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  message(FATAL_ERROR "COLLIE_LTO needs GCC; configure with -DCOLLIE_LTO=OFF")
+endif()
+
+if(NOT COLLIE_LTO)
+  add_library(collie::collie_lto ALIAS collie)
+  return()
+endif()
+
+# The same sources and usage requirements as `collie` (whatever src/*/ added).
+get_target_property(collie_lto_sources collie SOURCES)
+add_library(collie_lto STATIC EXCLUDE_FROM_ALL ${collie_lto_sources})
+add_library(collie::collie_lto ALIAS collie_lto)
+foreach(prop INCLUDE_DIRECTORIES COMPILE_DEFINITIONS COMPILE_OPTIONS LINK_LIBRARIES
+             INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS INTERFACE_LINK_LIBRARIES
+             POSITION_INDEPENDENT_CODE)
+  get_target_property(value collie ${prop})
+  if(value)
+    set_property(TARGET collie_lto PROPERTY ${prop} "${value}")
+  endif()
+endforeach()
+# A program linking it compiles its own files for LTO too, so collie's calls
+# inline into its loops.
+target_compile_options(collie_lto PUBLIC -flto=auto)
+target_link_options(collie_lto INTERFACE -flto=auto)
