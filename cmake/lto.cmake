@@ -2,7 +2,7 @@
 #
 # A small collective passes through a dozen of collie's files (api, group,
 # backend, engine, step protocol, tensors), each call a few dozen instructions
-# that cross-file inlining removes: 2 ranks, 8 B, 14-17 % fewer instructions per
+# that cross-file inlining removes: 2 ranks, 8 B, 10-15 % fewer instructions per
 # call (docs/performance.md, "Link-time optimisation"). The programs whose
 # speed per call is the point link this copy: the benchmark worker and the
 # Python module. Everything else (the tests, the examples, the CLI, and the
