@@ -76,23 +76,19 @@ class CompactStep {
   // Set in the first byte when the pieces are in the slot (only the counts in the line).
   static constexpr uint8_t kPiecesInSlot = 0x80;
 
-  // The width this rank's counts need in a line, or 0 when they do not fit one.
-  static uint8_t counts_width(CountSpan send, CountSpan recv) {
-    size_t largest = 0;
-    for (size_t j = 0; j < send.size(); ++j) largest = std::max({largest, send[j], recv[j]});
+  // The width counts up to `largest` need in a line of n ranks' counts, or 0
+  // when they do not fit one.
+  static uint8_t counts_width(size_t n, size_t largest) {
     const uint8_t width = largest <= 0xff ? 1 : largest <= 0xffff ? 2 : 0;
-    if (width == 0 || pieces_at(send.size(), width) > kInlineBytes) return 0;
+    if (width == 0 || pieces_at(n, width) > kInlineBytes) return 0;
     return width;
   }
 
-  // The width this rank's counts need, or 0 when its step does not fit a line.
-  static uint8_t width_for(CountSpan send, CountSpan recv, size_t me, size_t esize) {
-    const uint8_t width = counts_width(send, recv);
-    size_t piece_bytes = 0;
-    for (size_t j = 0; j < send.size(); ++j) {
-      if (j != me) piece_bytes += send[j] * esize;
-    }
-    if (width == 0 || pieces_at(send.size(), width) + piece_bytes > kInlineBytes) return 0;
+  // The width of a compact step: the counts' (counts_width), when the pieces
+  // for the other ranks (`piece_bytes` in all) fit the line after them; else 0.
+  static uint8_t compact_width(size_t n, size_t largest, size_t piece_bytes) {
+    const uint8_t width = counts_width(n, largest);
+    if (width == 0 || pieces_at(n, width) + piece_bytes > kInlineBytes) return 0;
     return width;
   }
 
@@ -155,9 +151,10 @@ class AllToAllOp final : public StepOp {
                send_counts.size()),
         send_(table_.data(), send_counts.size()),
         recv_(table_.data() + send_counts.size(), send_counts.size()) {
-    const size_t n = send_counts.size();
+    // One pass: the table, the totals, the largest count and piece.
+    const size_t n = send_counts.size(), self = me();
     size_t* displ = table_.data() + 2 * n;
-    size_t sent = 0, received = 0;
+    size_t sent = 0, received = 0, largest = 0, largest_for_peer = 0, for_peers = 0;
     for (size_t i = 0; i < n; ++i) {
       table_[i] = send_counts[i];
       table_[n + i] = recv_counts[i];
@@ -165,8 +162,13 @@ class AllToAllOp final : public StepOp {
       displ[n + i] = received;
       sent += send_counts[i];
       received += recv_counts[i];
+      largest = std::max({largest, send_counts[i], recv_counts[i]});
+      if (i != self) {
+        largest_for_peer = std::max(largest_for_peer, send_counts[i]);
+        for_peers += send_counts[i];
+      }
     }
-    in_on_huge_pages_ = input_on_huge_pages();
+    in_on_huge_pages_ = input_on_huge_pages(sent, largest_for_peer);
     // Ranks that passed shared tensors and ranks that did not must not mix.
     // So do ranks that disagree on reading pieces with CMA (they agree on one machine).
     if (shared_) {
@@ -175,15 +177,15 @@ class AllToAllOp final : public StepOp {
       set_variant(3);
     }
     stream_output_ = received * esize_ >= kStreamingOutputBytes;
-    compact_width_ = CompactStep::width_for(send_, recv_, me(), esize_);
+    compact_width_ = CompactStep::compact_width(n, largest, for_peers * esize_);
     if (compact_width_ == 0) {
       // Counts in the line, pieces in the slot: only when no peer reads a piece
       // from this rank's input, which needs the slot's header (its address).
       bool any_pulled = false;
-      for (size_t d = 0; d < send_.size(); ++d) {
-        any_pulled |= d != me() && pulled(send_[d], in_on_huge_pages_);
+      for (size_t d = 0; d < n; ++d) {
+        any_pulled |= d != self && pulled(send_[d], in_on_huge_pages_);
       }
-      if (!any_pulled) counts_width_ = CompactStep::counts_width(send_, recv_);
+      if (!any_pulled) counts_width_ = CompactStep::counts_width(n, largest);
     }
   }
 
@@ -278,14 +280,10 @@ class AllToAllOp final : public StepOp {
 
   // Whether this rank's input lies on huge pages, asked of the kernel only when
   // the answer can matter: a piece for a peer of kCmaPairMax or more read with CMA.
-  bool input_on_huge_pages() const {
+  // `sent`: every element of the input; `largest_for_peer`: its largest piece for another rank.
+  bool input_on_huge_pages(size_t sent, size_t largest_for_peer) const {
     if (shared_ || !cma_ || cma_pair_max_ == kNoLimit) return false;
-    size_t sent = 0, largest = 0;
-    for (size_t d = 0; d < send_.size(); ++d) {
-      sent += send_[d];
-      if (d != me()) largest = std::max(largest, send_[d]);
-    }
-    return largest * esize_ >= cma_pair_max_ && lies_on_huge_pages(in_, sent * esize_);
+    return largest_for_peer * esize_ >= cma_pair_max_ && lies_on_huge_pages(in_, sent * esize_);
   }
 
   uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
