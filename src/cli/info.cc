@@ -48,7 +48,7 @@ int info_main(const std::vector<std::string>& args) {
       "default backend: shm on one machine; mpi when started by mpirun or srun --mpi "
       "(docs/backends.md)\n");
   // What makes large and 16-bit calls fast here (docs/performance.md).
-  std::printf("float reductions (float16, bfloat16, float32, float64): %s\n",
+  std::printf("vector reductions (float16, bfloat16, float32, float64, int32, int64): %s\n",
               detail::avx2_kernels_available()
                   ? "AVX2/F16C"
                   : "portable (this CPU has no AVX2 and F16C, or is not x86-64)");

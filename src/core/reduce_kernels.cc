@@ -212,13 +212,14 @@ void reduce_arithmetic(void* dst, const void* const* srcs, int nsrc, size_t coun
 void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
               ReduceOp op) {
   if (nsrc < 1) throw ValueError("reduce_n: need at least one source, got " + std::to_string(nsrc));
-  // Floats beyond a few elements: whole vectors in AVX2 where the CPU has it
-  // (reduce_kernels_avx2.h), the rest here.
+  // Floats and 32/64-bit integers beyond a few elements: whole vectors in AVX2
+  // where the CPU has it (reduce_kernels_avx2.h), the rest here.
   const bool half_width = dtype == DType::Float16 || dtype == DType::BFloat16;
-  const bool wide = dtype == DType::Float32 || dtype == DType::Float64;
+  const bool wide = dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Int32 ||
+                    dtype == DType::Int64;
   if ((half_width || wide) && count > kFewElements && avx2_kernels_available()) {
     const size_t done = half_width ? reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op)
-                                   : reduce_wide_floats_avx2(dst, srcs, nsrc, count, dtype, op);
+                                   : reduce_wide_avx2(dst, srcs, nsrc, count, dtype, op);
     if (done == count) return;
     if (done == 0) return reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
     const size_t offset = done * element_size(dtype);

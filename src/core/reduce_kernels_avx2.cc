@@ -1,4 +1,5 @@
-// float16, bfloat16, float32 and float64 reductions with AVX2 (see reduce_kernels_avx2.h).
+// float16, bfloat16, float32, float64, int32 and int64 reductions with AVX2
+// (see reduce_kernels_avx2.h).
 #include "core/reduce_kernels_avx2.h"
 
 #include <cstdint>
@@ -184,6 +185,57 @@ struct Float64x4 {
   }
 };
 
+// One vector of int32 or int64: its loads and stores. Integers wrap, as the
+// portable kernels' unsigned arithmetic does.
+template <typename T>
+struct IntVector {
+  using Elem = T;
+  using Vec = __m256i;
+  static constexpr size_t kLanes = sizeof(Vec) / sizeof(T);
+  COLLIE_AVX2_INLINE static Vec load(const T* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  COLLIE_AVX2_INLINE static void store(T* p, Vec v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  }
+};
+
+struct Int32x8 : IntVector<int32_t> {
+  template <ReduceOp Op>
+  COLLIE_AVX2_INLINE static Vec apply(Vec acc, Vec x) {
+    if constexpr (Op == ReduceOp::SUM) {
+      return _mm256_add_epi32(acc, x);
+    } else if constexpr (Op == ReduceOp::PROD) {
+      return _mm256_mullo_epi32(acc, x);  // the low 32 bits of the product
+    } else if constexpr (Op == ReduceOp::MIN) {
+      return _mm256_min_epi32(acc, x);
+    } else {
+      return _mm256_max_epi32(acc, x);
+    }
+  }
+};
+
+struct Int64x4 : IntVector<int64_t> {
+  template <ReduceOp Op>
+  COLLIE_AVX2_INLINE static Vec apply(Vec acc, Vec x) {
+    if constexpr (Op == ReduceOp::SUM) {
+      return _mm256_add_epi64(acc, x);
+    } else if constexpr (Op == ReduceOp::PROD) {
+      // AVX2 has no 64-bit multiply: mod 2^64, a * b = lo(a) lo(b) +
+      // ((hi(a) lo(b) + lo(a) hi(b)) << 32), each product of 32-bit halves exact.
+      const __m256i low = _mm256_mul_epu32(acc, x);
+      const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(acc, 32), x),
+                                             _mm256_mul_epu32(acc, _mm256_srli_epi64(x, 32)));
+      return _mm256_add_epi64(low, _mm256_slli_epi64(cross, 32));
+    } else {
+      // No 64-bit min/max either: keep acc where it wins (ties keep x, the same value).
+      const __m256i acc_wins =
+          Op == ReduceOp::MIN ? _mm256_cmpgt_epi64(x, acc) : _mm256_cmpgt_epi64(acc, x);
+      return _mm256_blendv_epi8(x, acc, acc_wins);
+    }
+  }
+};
+
 // Each element folded over the sources in order, as the portable kernels do,
 // a vector at a time; two sources two vectors at a time.
 template <typename V, ReduceOp Op>
@@ -289,19 +341,26 @@ size_t reduce_16bit_floats_avx2(void* dst, const void* const* srcs, int nsrc, si
   return 0;  // an invalid op: the portable kernels report it
 }
 
-size_t reduce_wide_floats_avx2(void* dst, const void* const* srcs, int nsrc, size_t count,
-                               DType dtype, ReduceOp op) {
+size_t reduce_wide_avx2(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
+                        ReduceOp op) {
   if (nsrc < 1) return 0;
   const size_t n = static_cast<size_t>(nsrc);
-  if (dtype == DType::Float32) {
-    const TypedSources<float> sources(srcs, n);
-    return reduce_wide_op<Float32x8>(static_cast<float*>(dst), sources.get(), n, count, op);
+  switch (dtype) {
+    case DType::Float32:
+      return reduce_wide_op<Float32x8>(static_cast<float*>(dst), TypedSources<float>(srcs, n).get(),
+                                       n, count, op);
+    case DType::Float64:
+      return reduce_wide_op<Float64x4>(static_cast<double*>(dst),
+                                       TypedSources<double>(srcs, n).get(), n, count, op);
+    case DType::Int32:
+      return reduce_wide_op<Int32x8>(static_cast<int32_t*>(dst),
+                                     TypedSources<int32_t>(srcs, n).get(), n, count, op);
+    case DType::Int64:
+      return reduce_wide_op<Int64x4>(static_cast<int64_t*>(dst),
+                                     TypedSources<int64_t>(srcs, n).get(), n, count, op);
+    default:
+      return 0;
   }
-  if (dtype == DType::Float64) {
-    const TypedSources<double> sources(srcs, n);
-    return reduce_wide_op<Float64x4>(static_cast<double*>(dst), sources.get(), n, count, op);
-  }
-  return 0;
 }
 
 #else  // not x86-64: the portable kernels do everything
@@ -312,9 +371,7 @@ size_t reduce_16bit_floats_avx2(void*, const void* const*, int, size_t, DType, R
   return 0;
 }
 
-size_t reduce_wide_floats_avx2(void*, const void* const*, int, size_t, DType, ReduceOp) {
-  return 0;
-}
+size_t reduce_wide_avx2(void*, const void* const*, int, size_t, DType, ReduceOp) { return 0; }
 
 #endif
 

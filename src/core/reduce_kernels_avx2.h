@@ -43,15 +43,15 @@ bool avx2_kernels_available();
 size_t reduce_16bit_floats_avx2(void* dst, const void* const* srcs, int nsrc, size_t count,
                                 DType dtype, ReduceOp op);
 
-// The same for float32 (eight at a time) and float64 (four): the first count / 8
-// * 8 (count / 4 * 4) elements, each folded over the sources in order as the
-// portable kernels do, which the baseline ISA runs four (two) at a time, with a
-// block set-up that costs more than a small collective's reduction itself. One
-// core, 2 sources in cache, per element: 512 float32 0.27 -> 0.085 ns, 64 Ki
-// 0.141 -> 0.110 ns; from memory both run at its speed. Returns how many were
-// done; 0 for another dtype or an invalid op. Needs
-// avx2_kernels_available(). dst may alias any source.
-size_t reduce_wide_floats_avx2(void* dst, const void* const* srcs, int nsrc, size_t count,
-                               DType dtype, ReduceOp op);
+// The same for float32 and int32 (eight at a time), float64 and int64 (four):
+// the first count / 8 * 8 (count / 4 * 4) elements, each folded over the
+// sources in order as the portable kernels do (integers wrapping), which the
+// baseline ISA runs four (two) at a time, with a block set-up that costs more
+// than a small collective's reduction itself. One core, 2 sources in cache, per
+// element: 512 float32 0.27 -> 0.085 ns, 64 Ki 0.141 -> 0.110 ns; from memory
+// both run at its speed. Returns how many were done; 0 for another dtype or an
+// invalid op. Needs avx2_kernels_available(). dst may alias any source.
+size_t reduce_wide_avx2(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
+                        ReduceOp op);
 
 }  // namespace collie::detail

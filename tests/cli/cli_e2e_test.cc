@@ -601,8 +601,10 @@ TEST(CliEndToEnd, InfoWithoutLauncher) {
   EXPECT_TRUE(std::regex_search(f.out, std::regex("  backend: +shm \\(")));
   EXPECT_TRUE(std::regex_search(f.out, std::regex("world size: +1\n")));
   EXPECT_TRUE(std::regex_search(f.out, std::regex("timeout: +300 s \\(default\\)")));
-  EXPECT_TRUE(std::regex_search(f.out, std::regex("float reductions \\(float16, bfloat16, float32, "
-                                                  "float64\\): (AVX2/F16C|portable \\(.+\\))\n")))
+  EXPECT_TRUE(
+      std::regex_search(f.out, std::regex("vector reductions \\(float16, bfloat16, float32, "
+                                          "float64, int32, int64\\): "
+                                          "(AVX2/F16C|portable \\(.+\\))\n")))
       << f.out;
   EXPECT_TRUE(std::regex_search(
       f.out, std::regex("transparent huge pages: kernel mode [a-z]+; tensors of 2 MiB or more "

@@ -348,21 +348,32 @@ TEST(Avx2Kernels, ReduceRandomAndSpecialValuesAsThePortableKernels) {
   }
 }
 
-// float32 and float64 (reduce_wide_floats_avx2): random bit patterns mixed
-// with NaNs with payloads, infinities, zeros of both signs, subnormals.
+// float32 and float64 (reduce_wide_avx2): random bit patterns mixed with NaNs
+// with payloads, infinities, zeros of both signs, subnormals; int32 and int64:
+// random bit patterns mixed with the extremes, whose sums and products wrap.
+template <typename T>
+std::vector<T> special_wide() {
+  if constexpr (std::is_integral_v<T>) {
+    using L = std::numeric_limits<T>;
+    return {T(0), T(1), T(-1), T(2), T(-3), L::max(), L::min(), T(L::max() - 1), T(L::min() + 1)};
+  } else {
+    return {T(0),
+            -T(0),
+            std::numeric_limits<T>::infinity(),
+            -std::numeric_limits<T>::infinity(),
+            std::numeric_limits<T>::quiet_NaN(),
+            -std::numeric_limits<T>::quiet_NaN(),
+            std::numeric_limits<T>::denorm_min(),
+            std::numeric_limits<T>::max(),
+            std::numeric_limits<T>::lowest(),
+            T(1),
+            T(-2.5)};
+  }
+}
+
 template <typename T>
 std::vector<T> random_wide(size_t count, uint32_t seed) {
-  const std::vector<T> special = {T(0),
-                                  -T(0),
-                                  std::numeric_limits<T>::infinity(),
-                                  -std::numeric_limits<T>::infinity(),
-                                  std::numeric_limits<T>::quiet_NaN(),
-                                  -std::numeric_limits<T>::quiet_NaN(),
-                                  std::numeric_limits<T>::denorm_min(),
-                                  std::numeric_limits<T>::max(),
-                                  std::numeric_limits<T>::lowest(),
-                                  T(1),
-                                  T(-2.5)};
+  const std::vector<T> special = special_wide<T>();
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
   std::vector<T> v(count);
   uint64_t state = seed * 2654435761u + 12345u;
@@ -378,8 +389,11 @@ std::vector<T> random_wide(size_t count, uint32_t seed) {
   return v;
 }
 
+// Whether a float sum or product at element i meets two NaNs (whose payload
+// either kernel may keep); never for integers.
 template <typename T>
 bool wide_meets_two_nans(ReduceOp op, const std::vector<const void*>& srcs, size_t i) {
+  if constexpr (std::is_integral_v<T>) return false;
   if (op != ReduceOp::SUM && op != ReduceOp::PROD) return false;
   T acc = static_cast<const T*>(srcs[0])[i];
   for (size_t k = 1; k < srcs.size(); ++k) {
@@ -391,7 +405,16 @@ bool wide_meets_two_nans(ReduceOp op, const std::vector<const void*>& srcs, size
 }
 
 template <typename T>
-void expect_wide_floats_as_portable(DType dtype) {
+bool is_nan(T v) {
+  if constexpr (std::is_integral_v<T>) {
+    return false;
+  } else {
+    return std::isnan(v);
+  }
+}
+
+template <typename T>
+void expect_wide_as_portable(DType dtype) {
   // Counts around the vector and two-vector steps and a long one, sources at odd
   // element offsets (unaligned loads), dst also one of the sources.
   for (size_t count : {size_t{17}, size_t{31}, size_t{33}, size_t{20011}}) {
@@ -410,8 +433,7 @@ void expect_wide_floats_as_portable(DType dtype) {
         detail::reduce_n_portable(portable.data(), ptrs.data(), nsrc, count, dtype, op);
         for (size_t i = 0; i < count; ++i) {
           if (std::memcmp(&fast[i], &portable[i], sizeof(T)) == 0) continue;
-          ASSERT_TRUE(wide_meets_two_nans<T>(op, ptrs, i) && std::isnan(fast[i]) &&
-                      std::isnan(portable[i]))
+          ASSERT_TRUE(wide_meets_two_nans<T>(op, ptrs, i) && is_nan(fast[i]) && is_nan(portable[i]))
               << "element " << i << ": " << fast[i] << " against " << portable[i];
         }
         // In place: dst is the first source (as two-shot slices reduce).
@@ -424,8 +446,8 @@ void expect_wide_floats_as_portable(DType dtype) {
         reduce_n(in_place.data(), with_dst.data(), nsrc, count, dtype, op);
         for (size_t i = 0; i < count; ++i) {
           if (std::memcmp(&in_place[i], &expected[i], sizeof(T)) == 0) continue;
-          ASSERT_TRUE(std::isnan(in_place[i]) && std::isnan(expected[i]))
-              << "in place, element " << i;
+          ASSERT_TRUE(is_nan(in_place[i]) && is_nan(expected[i]))
+              << "in place, element " << i << ": " << in_place[i] << " against " << expected[i];
         }
       }
     }
@@ -434,8 +456,14 @@ void expect_wide_floats_as_portable(DType dtype) {
 
 TEST(Avx2Kernels, Float32AndFloat64ReduceAsThePortableKernels) {
   if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
-  expect_wide_floats_as_portable<float>(DType::Float32);
-  expect_wide_floats_as_portable<double>(DType::Float64);
+  expect_wide_as_portable<float>(DType::Float32);
+  expect_wide_as_portable<double>(DType::Float64);
+}
+
+TEST(Avx2Kernels, Int32AndInt64ReduceAsThePortableKernels) {
+  if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
+  expect_wide_as_portable<int32_t>(DType::Int32);
+  expect_wide_as_portable<int64_t>(DType::Int64);
 }
 
 TEST(ReduceSemantics, RejectsNoSources) {
