@@ -27,19 +27,25 @@ if(NOT COLLIE_LTO)
   return()
 endif()
 
-# The same sources and usage requirements as `collie` (whatever src/*/ added).
-get_target_property(collie_lto_sources collie SOURCES)
-add_library(collie_lto STATIC EXCLUDE_FROM_ALL ${collie_lto_sources})
-add_library(collie::collie_lto ALIAS collie_lto)
-foreach(prop INCLUDE_DIRECTORIES COMPILE_DEFINITIONS COMPILE_OPTIONS LINK_LIBRARIES
-             INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS INTERFACE_LINK_LIBRARIES
-             POSITION_INDEPENDENT_CODE)
-  get_target_property(value collie ${prop})
-  if(value)
-    set_property(TARGET collie_lto PROPERTY ${prop} "${value}")
-  endif()
-endforeach()
-# A program linking it compiles its own files for LTO too, so collie's calls
-# inline into its loops.
-target_compile_options(collie_lto PUBLIC -flto=auto)
-target_link_options(collie_lto INTERFACE -flto=auto)
+# The same sources and usage requirements as `collie`: copied when the top
+# directory is done, so that sources a later subdirectory adds to `collie` are
+# in it too (the targets that link collie::collie_lto name it before it exists,
+# which CMake resolves when it generates).
+function(collie_define_lto)
+  get_target_property(sources collie SOURCES)
+  add_library(collie_lto STATIC EXCLUDE_FROM_ALL ${sources})
+  add_library(collie::collie_lto ALIAS collie_lto)
+  foreach(prop INCLUDE_DIRECTORIES COMPILE_DEFINITIONS COMPILE_OPTIONS LINK_LIBRARIES
+               INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS
+               INTERFACE_LINK_LIBRARIES POSITION_INDEPENDENT_CODE)
+    get_target_property(value collie ${prop})
+    if(value)
+      set_property(TARGET collie_lto PROPERTY ${prop} "${value}")
+    endif()
+  endforeach()
+  # A program linking it compiles its own files for LTO too, so collie's calls
+  # inline into its loops.
+  target_compile_options(collie_lto PUBLIC -flto=auto)
+  target_link_options(collie_lto INTERFACE -flto=auto)
+endfunction()
+cmake_language(DEFER CALL collie_define_lto)  # at the end of the including (top) directory
