@@ -124,6 +124,40 @@ TEST_P(BatchRing, DocstringRing) {
   });
 }
 
+// An isend's placeholder is a zero of its own in every result, though a thread
+// hands the one nobody holds any more out again: a placeholder written to and
+// dropped comes back zeroed, and one still held is neither handed out again nor
+// zeroed by a later batch.
+TEST(BatchIsendIrecv, EveryPlaceholderIsAZeroOfItsOwn) {
+  run_ranks(2, [](int rank) {
+    const int peer = 1 - rank;
+    auto exchange = [&] {
+      return batch_isend_irecv({P2POp("isend", Tensor::scalar(rank + 1.0), peer),
+                                P2POp("isend", Tensor::scalar(rank + 2.0), peer),
+                                P2POp("irecv", Shape{}, peer, WORLD, 0, DType::Float32),
+                                P2POp("irecv", Shape{}, peer, WORLD, 0, DType::Float32)});
+    };
+    for (int round = 0; round < 3; ++round) {
+      std::vector<Tensor> out = exchange();
+      RCHECK_EQ(out[0].item(), 0.0);
+      RCHECK_EQ(out[1].item(), 0.0);
+      RCHECK(out[0].data_ptr() != out[1].data_ptr());  // two isends, two placeholders
+      RCHECK_EQ(out[2].item(), peer + 1.0);
+      RCHECK_EQ(out[3].item(), peer + 2.0);
+      out[0].at<float>({}) = 5.0f;  // written to, then dropped with `out`
+      out[1].at<float>({}) = 6.0f;
+    }
+    std::vector<Tensor> held = exchange();
+    held[0].at<float>({}) = 7.0f;
+    std::vector<Tensor> later = exchange();
+    RCHECK_EQ(held[0].item(), 7.0);
+    RCHECK(later[0].data_ptr() != held[0].data_ptr());
+    RCHECK(later[1].data_ptr() != held[0].data_ptr());
+    RCHECK_EQ(later[0].item(), 0.0);
+    RCHECK_EQ(later[1].item(), 0.0);
+  });
+}
+
 // n1: the ring is a batch that sends to and receives from oneself.
 INSTANTIATE_TEST_SUITE_P(WorldSizes, BatchRing, ::testing::Values(1, 2, 3, 4), world_size_name);
 
