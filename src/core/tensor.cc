@@ -110,6 +110,8 @@ std::shared_ptr<const TensorLayout> make_layout(Shape shape, Shape strides) {
 
 // The contiguous layout of `shape`. A training loop makes outputs of a handful
 // of shapes over and over: the last few layouts made on this thread are reused.
+// A new shape is checked (check_shape) before its layout is made; a cached one
+// passed that check when it was made, so a hit skips it.
 std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
   constexpr size_t kCached = 8;
   struct Cache {
@@ -134,6 +136,7 @@ std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
       return entry;
     }
   }
+  check_shape(shape);
   cache.last_hit = cache.next++ % kCached;
   cache.entries[cache.last_hit] = make_layout(shape, contiguous_strides(shape));
   return cache.entries[cache.last_hit];
@@ -188,21 +191,18 @@ Tensor::Tensor() {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  check_shape(shape);
   Tensor t{Bare{}};
   t.dtype_ = dtype;
-  t.layout_ = contiguous_layout(shape);
-  t.storage_ = make_storage(static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype));
+  t.layout_ = contiguous_layout(shape);  // checks the shape
+  t.storage_ = make_storage(t.nbytes());
   return t;
 }
 
 Tensor Tensor::uninitialized(const Shape& shape, DType dtype) {
-  check_shape(shape);
   Tensor t{Bare{}};
   t.dtype_ = dtype;
-  t.layout_ = contiguous_layout(shape);
-  t.storage_ = make_storage(static_cast<size_t>(shape_numel(shape)) * collie::element_size(dtype),
-                            /*zero=*/false);
+  t.layout_ = contiguous_layout(shape);  // checks the shape
+  t.storage_ = make_storage(t.nbytes(), /*zero=*/false);
   return t;
 }
 
