@@ -150,8 +150,12 @@ Tensor from_numpy(py::array a, Access access, const char* what) {
 
   // A C-contiguous array passes no strides: its Tensor then shares the layout
   // collie keeps for its shape instead of making one (an allocation a call).
+  // The shape goes into a per-thread scratch vector, which keeps its capacity:
+  // the tensor's layout copies it only when it makes a new one.
   const bool c_contiguous = (a.flags() & py::array::c_style) != 0;
-  Shape shape, strides;
+  thread_local Shape shape;
+  shape.clear();
+  Shape strides;
   for (py::ssize_t d = 0; d < a.ndim(); ++d) {
     shape.push_back(static_cast<int64_t>(a.shape(d)));
     if (!c_contiguous) strides.push_back(static_cast<int64_t>(a.strides(d)) / item);
