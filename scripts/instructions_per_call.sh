@@ -1,8 +1,9 @@
 #!/bin/bash
 # instructions_per_call.sh — instructions one call executes on rank 0, collie
 # against OpenMPI: the measure behind docs/performance.md's latency notes (a
-# timing moves by tens of percent on a shared machine; this count by a percent
-# or two).
+# timing moves by tens of percent on a shared machine; this count by a few
+# percent, since rank 0 polls while it waits and each poll is instructions:
+# compare two builds by running them alternately, several times each).
 #
 #   bash scripts/instructions_per_call.sh [-n RANKS] [--build DIR] OP [BYTES]
 #   bash scripts/instructions_per_call.sh all_reduce 8      # 2 ranks, 8 bytes
