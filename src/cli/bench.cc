@@ -205,13 +205,28 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
       d << "\n\n";
     }
     d.close();
+    // The x axis has a tic at each swept size, labelled as in the table ("8K"),
+    // every other one when there are many (gnuplot's own binary prefixes came
+    // out as "16  B" and "1kiB").
+    std::vector<size_t> sizes;
+    for (const Row& r : collie_rows) {
+      if (std::find(sizes.begin(), sizes.end(), r.bytes) == sizes.end()) sizes.push_back(r.bytes);
+    }
+    std::sort(sizes.begin(), sizes.end());
+    const size_t tic_every = sizes.size() > 14 ? 2 : 1;
+    std::string tics;
+    for (size_t i = 0; i < sizes.size(); i += tic_every) {
+      tics += (tics.empty() ? "" : ", ") + quote(human(sizes[i])) + " " + std::to_string(sizes[i]);
+    }
+    char memcpy_text[32];
+    std::snprintf(memcpy_text, sizeof(memcpy_text), "%.2f", memcpy_bw);
     std::string script = o.plot + ".gp";
     std::ofstream g(script);
     g << "set terminal pngcairo size 1000,650\nset output " << quote(o.plot) << "\n"
-      << "set termoption noenhanced\nset logscale x 2\nset format x '%.0b%BB'\n"
+      << "set termoption noenhanced\nset logscale x 2\nset xtics (" << tics << ")\n"
       << "set xlabel 'bytes'\nset ylabel 'busbw (GB/s)'\nset key left top\n"
       << "set title 'collie vs OpenMPI, " << o.ranks << " ranks, " << o.config.dtype << " (memcpy "
-      << memcpy_bw << " GB/s)'\nplot ";
+      << memcpy_text << " GB/s)'\nplot ";
     for (size_t i = 0; i < ops.size(); ++i) {
       g << (i ? ", " : "") << quote(data) << " index " << i
         << " using 1:2 with linespoints title 'collie " << ops[i] << "'";
