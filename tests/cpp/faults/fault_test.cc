@@ -151,11 +151,12 @@ std::map<std::string, std::string> env_of(const std::string& scenario, int victi
 //
 // This run has a longer deadline than the faulted ones: it must succeed, and on a
 // machine that loaded a rank can rightly wait more than 2 s for its peers
-// (stop_all_reduce: rank 1 timed out in the warm-up all_reduce while ranks 0
-// and 2 were still filling their 64 MiB; they then took its published step,
-// finished the warm-up and timed out waiting for it in the big one; kill_batch:
-// a receive starved for 2 s in an exchange that took 27 s). Such a run said
-// nothing about the fault under test.
+// (seen once in CI, stop_all_reduce: rank 1 timed out in the warm-up
+// all_reduce waiting for ranks 0 and 2, which then took its published step,
+// finished the warm-up and timed out waiting for it in the big one: they had
+// reached the warm-up more than 2 s after it; kill_batch: a receive starved for
+// 2 s in an exchange that took 27 s). Such a run says nothing about the fault
+// under test.
 constexpr double kBaselineDeadline = 20.0;
 
 double settle_delay(const std::string& scenario) {
