@@ -79,9 +79,17 @@ std::string self_dir() {
   return path.substr(0, path.rfind('/'));
 }
 
-std::string quote(const std::string& s) {
+// A shell word: inside '...' a quote ends the word, is escaped and starts it again.
+std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// A gnuplot string literal: inside '...' gnuplot writes a quote as two ('').
+std::string gnuplot_string(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
   return q + "'";
 }
 
@@ -216,28 +224,29 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
     const size_t tic_every = sizes.size() > 14 ? 2 : 1;
     std::string tics;
     for (size_t i = 0; i < sizes.size(); i += tic_every) {
-      tics += (tics.empty() ? "" : ", ") + quote(human(sizes[i])) + " " + std::to_string(sizes[i]);
+      tics += (tics.empty() ? "" : ", ") + gnuplot_string(human(sizes[i])) + " " +
+              std::to_string(sizes[i]);
     }
     char memcpy_text[32];
     std::snprintf(memcpy_text, sizeof(memcpy_text), "%.2f", memcpy_bw);
     std::string script = o.plot + ".gp";
     std::ofstream g(script);
-    g << "set terminal pngcairo size 1000,650\nset output " << quote(o.plot) << "\n"
+    g << "set terminal pngcairo size 1000,650\nset output " << gnuplot_string(o.plot) << "\n"
       << "set termoption noenhanced\nset logscale x 2\nset xtics (" << tics << ")\n"
       << "set xlabel 'bytes'\nset ylabel 'busbw (GB/s)'\nset key left top\n"
       << "set title 'collie vs OpenMPI, " << o.ranks << " ranks, " << o.config.dtype << " (memcpy "
       << memcpy_text << " GB/s)'\nplot ";
     for (size_t i = 0; i < ops.size(); ++i) {
-      g << (i ? ", " : "") << quote(data) << " index " << i
+      g << (i ? ", " : "") << gnuplot_string(data) << " index " << i
         << " using 1:2 with linespoints title 'collie " << ops[i] << "'";
       if (o.compare_mpi) {
-        g << ", " << quote(data) << " index " << i
+        g << ", " << gnuplot_string(data) << " index " << i
           << " using 1:3 with linespoints dashtype 2 title 'OpenMPI " << ops[i] << "'";
       }
     }
     g << "\n";
     g.close();
-    if (std::system(("gnuplot " + quote(script)).c_str()) != 0) {
+    if (std::system(("gnuplot " + shell_quote(script)).c_str()) != 0) {
       std::fprintf(stderr,
                    "collie bench: gnuplot failed or is not installed (apt-get install "
                    "gnuplot-nox); data in %s\n",
@@ -315,19 +324,21 @@ int bench_main(const std::vector<std::string>& args) {
     BenchConfig one = o.config;
     one.ops = {op};
     std::string worker_args;
-    for (const std::string& a : bench::config_args(one)) worker_args += " " + quote(a);
+    for (const std::string& a : bench::config_args(one)) worker_args += " " + shell_quote(a);
     bool worker_failed = false;
     std::vector<Row> rows, mpi_rows;
     for (int round = 0; round < o.rounds; ++round) {
-      for (const Row& r : run_worker(quote(dir + "/collie") + " run -n " + std::to_string(o.ranks) +
-                                         " -- " + quote(dir + "/collie_bench_worker") + worker_args,
-                                     &worker_failed)) {
+      for (const Row& r :
+           run_worker(shell_quote(dir + "/collie") + " run -n " + std::to_string(o.ranks) + " -- " +
+                          shell_quote(dir + "/collie_bench_worker") + worker_args,
+                      &worker_failed)) {
         keep_best(rows, r);
       }
       if (o.compare_mpi) {
-        std::string mpirun =
-            "mpirun --oversubscribe " + std::string(geteuid() == 0 ? "--allow-run-as-root " : "") +
-            "-np " + std::to_string(o.ranks) + " " + quote(dir + "/collie_bench_mpi") + worker_args;
+        std::string mpirun = "mpirun --oversubscribe " +
+                             std::string(geteuid() == 0 ? "--allow-run-as-root " : "") + "-np " +
+                             std::to_string(o.ranks) + " " +
+                             shell_quote(dir + "/collie_bench_mpi") + worker_args;
         bool mpi_failed = false;
         for (const Row& r : run_worker(mpirun, &mpi_failed)) keep_best(mpi_rows, r);
         if (mpi_failed)
