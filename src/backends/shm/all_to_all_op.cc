@@ -228,9 +228,7 @@ class AllToAllOp final : public StepOp {
       check_all_to_all_counts(group(), work()->info(), matrix());
       plan();
       pull_pieces(slots);
-      // The own piece goes from input to output at once, never through a slot.
-      copy_out(out_ + recv_displ(me()) * esize_, in_ + send_displ(me()) * esize_,
-               recv_[me()] * esize_);
+      copy_own_piece();
     }
     for (size_t p = 0; p < n; ++p) {
       if (p == me() || pulled(recv_[p], on_huge_pages(p))) continue;
@@ -315,6 +313,13 @@ class AllToAllOp final : public StepOp {
     return line + at;
   }
 
+  // In step 0, once the counts are checked (both paths): the own piece goes from
+  // input to output at once, never through a slot.
+  void copy_own_piece() {
+    copy_out(out_ + recv_displ(me()) * esize_, in_ + send_displ(me()) * esize_,
+             recv_[me()] * esize_);
+  }
+
   // Whether every rank wrote its step 0 compact, pieces included.
   bool every_step_compact(size_t n) const {
     for (size_t p = 0; p < n; ++p) {
@@ -335,8 +340,7 @@ class AllToAllOp final : public StepOp {
     }
     check_all_to_all_counts(group(), work()->info(), matrix());
     nsteps_ = 1;
-    copy_out(out_ + recv_displ(me()) * esize_, in_ + send_displ(me()) * esize_,
-             recv_[me()] * esize_);
+    copy_own_piece();
     for (size_t p = 0; p < n; ++p) {
       if (p == me() || recv_[p] == 0) continue;
       std::memcpy(out_ + recv_displ(p) * esize_, compact_piece(p), recv_[p] * esize_);
