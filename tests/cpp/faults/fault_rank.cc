@@ -22,6 +22,7 @@
 #include <ctime>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <typeinfo>
@@ -81,15 +82,18 @@ void wait_for_results(int n, int victim) {
   }
 }
 
-// A tensor big enough that all_reduce / batch_isend_irecv on it takes hundreds
-// of milliseconds: a signal sent shortly after every rank entered lands mid-transfer.
+// A tensor big enough that batch_isend_irecv on it takes hundreds of
+// milliseconds: a signal sent shortly after every rank entered lands mid-transfer.
 constexpr int64_t kBigElements = 16 << 20;  // 64 MiB of float32
 
+// all_reduce calls of 64 MiB, eight of them: one took 40-45 ms on an idle 2-core
+// machine (3 ranks), so a fault test whose run without a fault was slowed by a
+// loaded machine and whose faulted runs were not missed it every time.
 void big_all_reduce() {
   auto x = collie::Tensor::ones({kBigElements});
   collie::all_reduce(collie::Tensor::ones({16}));  // warm: the world is up
   enter();
-  collie::all_reduce(x);
+  for (int i = 0; i < 8; ++i) collie::all_reduce(x);
 }
 
 // all_reduce calls that take the CMA path (COLLIE_COPY_PATH=single and
@@ -141,6 +145,57 @@ void big_exchange(int rank, int n) {
   enter();
   if (rank == fault_victim()) wait_for_go();
   collie::batch_isend_irecv(ops);
+}
+
+// Throws (exit 4, reported) when `got` holds anything but `want` everywhere.
+void expect_all(const collie::Tensor& got, double want, const char* op, long round) {
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    if (got.item(i) != want) {
+      throw std::runtime_error(std::string(op) + " in round " + std::to_string(round) +
+                               ": element " + std::to_string(i) + " is " +
+                               std::to_string(got.item(i)) + ", expected " + std::to_string(want));
+    }
+  }
+}
+
+// Rounds of small collectives and a ring exchange, every result checked, while
+// the test SIGSTOPs ranks at random for a fraction of the deadline. Rank 0 ends
+// the rounds kPauseStormSeconds after entering: its flag rides in the round's
+// all_reduce, so every rank stops after the same round. Writes rounds.<rank>.
+constexpr double kPauseStormSeconds = 3.0;
+
+void pause_storm(int rank, int n) {
+  enter();
+  const double sum = n * (n + 1) / 2.0;
+  long round = 0;
+  for (bool more = true; more; ++round) {
+    // 16 elements of rank + 1 + round % 5, then rank 0's "go on" flag.
+    auto x = collie::Tensor::full({17}, rank + 1 + round % 5);
+    const bool go_on =
+        rank == 0 && static_cast<double>(now_ns() - g_enter) * 1e-9 < kPauseStormSeconds;
+    x.data<float>()[16] = go_on ? 1.0f : 0.0f;
+    auto reduced = collie::all_reduce(x).first;
+    expect_all(reduced.slice(0, 16), sum + n * (round % 5), "all_reduce", round);
+    more = reduced.item(16) == 1.0;
+
+    const int root = static_cast<int>(round % n);
+    auto b = collie::broadcast(collie::Tensor::full({8}, rank == root ? round % 1000 : -1), root);
+    expect_all(b, static_cast<double>(round % 1000), "broadcast", round);
+
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    auto got =
+        collie::batch_isend_irecv({collie::P2POp("isend", collie::Tensor::full({4}, rank), next),
+                                   collie::P2POp("irecv", collie::Tensor::zeros({4}), prev)});
+    expect_all(got[1], prev, "batch_isend_irecv", round);
+
+    if (round % 32 == 0) {  // one that takes many steps through the slots
+      auto big = collie::all_reduce(collie::Tensor::full({1 << 18}, rank + 1)).first;
+      expect_all(big.slice(0, 64), sum, "all_reduce of 1 MiB", round);
+      expect_all(big.slice((1 << 18) - 64, 1 << 18), sum, "all_reduce of 1 MiB", round);
+    }
+  }
+  collie::faults::write_file_atomically(rank_file(g_dir, "rounds", g_rank),
+                                        std::to_string(round) + "\n");
 }
 
 // Scenario bodies. `rank` and `n` come from the launcher's environment.
@@ -195,6 +250,11 @@ const std::map<std::string, std::function<void(int, int)>>& scenarios() {
          if (rank == 2) wait_for_go();
          enter();
          collie::init();
+       }},
+      {"pause_storm",
+       [](int rank, int n) {
+         collie::init();
+         pause_storm(rank, n);
        }},
       // Rank 2 skips the last collective and stays alive.
       {"skip_last",

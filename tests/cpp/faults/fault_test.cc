@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -180,7 +181,7 @@ void sleep_seconds(double s) { std::this_thread::sleep_for(std::chrono::duration
 // inside the big operation: rank 1 is first frozen with SIGSTOP, and `sig` follows
 // only if neither survivor has finished by then. Otherwise the fault came too late
 // on this run (rank 1 had already given them everything): the job is dropped and
-// retried with half the delay, at most 4 times. t0: when `sig` was sent.
+// retried with half the delay, at most 6 times. t0: when `sig` was sent.
 struct Faulted {
   std::unique_ptr<FaultJob> job;
   test::Finished f;
@@ -190,7 +191,7 @@ struct Faulted {
 Faulted fault_mid_operation(const std::string& scenario, int sig) {
   double delay = settle_delay(scenario);
   Faulted out;
-  for (int attempt = 0; attempt < 4; ++attempt, delay /= 2) {
+  for (int attempt = 0; attempt < 6; ++attempt, delay /= 2) {
     out.job = std::make_unique<FaultJob>(scenario, kWorldSize, kDeadline, env_of(scenario, 1));
     if (!out.job->wait_ready({0, 1, 2})) break;
     sleep_seconds(delay);
@@ -360,6 +361,50 @@ TEST(FaultInjection, SigstopMidAllReduceGivesTimeoutNotCommError) {
     Result res = job.result(r);
     EXPECT_GE(static_cast<double>(res.end - t0) * 1e-9, kDeadline - 0.5)
         << "timed out before the deadline: " << res.message;
+  }
+  expect_clean(job, f);
+}
+
+// Ranks paused (SIGSTOP) at random, each time for well under the deadline, while
+// all of them run rounds of small collectives and a ring exchange (fault_rank.cc,
+// pause_storm): no call may time out, fail or return a wrong value, and every
+// rank must finish after the same round. A paused rank is one the scheduler did
+// not run for a while, which a loaded machine does all the time: a step published
+// while a peer slept, a doorbell rung while it was stopped, a wait that began
+// before the pause must all come out right.
+TEST(FaultInjection, RanksPausedAtRandomStillGetEveryResult) {
+  // The deadline is 5 s (not kDeadline): pauses of up to 150 ms on a loaded
+  // machine must not add up to one, and a step that was missed still shows, as a
+  // TimeoutError.
+  FaultJob job("pause_storm", kWorldSize, 5.0);
+  ASSERT_TRUE(job.wait_ready({0, 1, 2}));
+  std::mt19937 random(20261202);
+  int pauses = 0;
+  auto all_reported = [&] {
+    for (int r = 0; r < kWorldSize; ++r) {
+      if (access(rank_file(job.dir(), "result", r).c_str(), F_OK) != 0) return false;
+    }
+    return true;
+  };
+  for (auto t0 = test::Clock::now(); !all_reported() && test::seconds_since(t0) < 60; ++pauses) {
+    const int victim = static_cast<int>(random() % kWorldSize);
+    job.signal(victim, SIGSTOP);
+    sleep_seconds(0.01 + 0.14 * static_cast<double>(random() % 1000) / 1000);
+    job.signal(victim, SIGCONT);
+    sleep_seconds(0.04 * static_cast<double>(random() % 1000) / 1000);
+  }
+  auto f = job.finish();
+  EXPECT_EQ(f.code, 0) << describe(f);
+  std::printf("[fault-time] pause_storm      %d pauses\n", pauses);
+  EXPECT_GE(pauses, 5) << "the rounds ended before the test could pause ranks often";
+  std::string rounds0;
+  for (int r = 0; r < kWorldSize; ++r) {
+    Result res = job.result(r);
+    EXPECT_EQ(res.cls, "ok") << "rank " << r << ": " << res.message;
+    std::string rounds = test::read_file(rank_file(job.dir(), "rounds", r));
+    if (r == 0) rounds0 = rounds;
+    EXPECT_EQ(rounds, rounds0) << "rank " << r << " ended after another round than rank 0";
+    std::printf("[fault-time] pause_storm      rank %d ok after %s", r, rounds.c_str());
   }
   expect_clean(job, f);
 }
