@@ -158,7 +158,7 @@ void expect_all(const collie::Tensor& got, double want, const char* op, long rou
   }
 }
 
-// Rounds of small collectives and a ring exchange, every result checked, while
+// Rounds of small collectives and ring exchanges, every result checked, while
 // the test SIGSTOPs ranks at random for a fraction of the deadline. Rank 0 ends
 // the rounds kPauseStormSeconds after entering: its flag rides in the round's
 // all_reduce, so every rank stops after the same round. Writes rounds.<rank>.
@@ -188,6 +188,22 @@ void pause_storm(int rank, int n) {
                                    collie::P2POp("irecv", collie::Tensor::zeros({4}), prev)});
     expect_all(got[1], prev, "batch_isend_irecv", round);
 
+    if (round % 8 == 0) {  // 4 rows of 4 to every rank: row d of rank r holds r * 100 + d
+      std::vector<float> rows;
+      for (int d = 0; d < n; ++d) rows.insert(rows.end(), 4, static_cast<float>(rank * 100 + d));
+      auto a =
+          collie::all_to_all_single_with_output_shape({4 * n}, collie::Tensor::from_vector(rows))
+              .first;
+      for (int p = 0; p < n; ++p)
+        expect_all(a.slice(4 * p, 4 * p + 4), p * 100 + rank, "all_to_all", round);
+    }
+    if (round % 16 == 0) {  // 256 KiB each way: streamed through the ring, or pulled
+      auto m = collie::batch_isend_irecv(
+          {collie::P2POp("isend", collie::Tensor::full({1 << 16}, rank), next),
+           collie::P2POp("irecv", collie::Tensor::zeros({1 << 16}), prev)});
+      expect_all(m[1].slice(0, 64), prev, "batch_isend_irecv of 256 KiB", round);
+      expect_all(m[1].slice((1 << 16) - 64, 1 << 16), prev, "batch_isend_irecv of 256 KiB", round);
+    }
     if (round % 32 == 0) {  // one that takes many steps through the slots
       auto big = collie::all_reduce(collie::Tensor::full({1 << 18}, rank + 1)).first;
       expect_all(big.slice(0, 64), sum, "all_reduce of 1 MiB", round);

@@ -372,11 +372,11 @@ TEST(FaultInjection, SigstopMidAllReduceGivesTimeoutNotCommError) {
 // not run for a while, which a loaded machine does all the time: a step published
 // while a peer slept, a doorbell rung while it was stopped, a wait that began
 // before the pause must all come out right.
-TEST(FaultInjection, RanksPausedAtRandomStillGetEveryResult) {
+void run_pause_storm(const std::map<std::string, std::string>& env) {
   // The deadline is 5 s (not kDeadline): pauses of up to 150 ms on a loaded
   // machine must not add up to one, and a step that was missed still shows, as a
   // TimeoutError.
-  FaultJob job("pause_storm", kWorldSize, 5.0);
+  FaultJob job("pause_storm", kWorldSize, 5.0, env);
   ASSERT_TRUE(job.wait_ready({0, 1, 2}));
   std::mt19937 random(20261202);
   int pauses = 0;
@@ -407,6 +407,17 @@ TEST(FaultInjection, RanksPausedAtRandomStillGetEveryResult) {
     std::printf("[fault-time] pause_storm      rank %d ok after %s", r, rounds.c_str());
   }
   expect_clean(job, f);
+}
+
+TEST(FaultInjection, RanksPausedAtRandomStillGetEveryResult) { run_pause_storm({}); }
+
+// The same with the paths that keep a peer's memory in use across calls: every
+// message pulled from the sender's memory (deferred when it arrives early, read
+// after a grace) and the collectives that read and write the peers' tensors
+// through CMA.
+TEST(FaultInjection, RanksPausedAtRandomStillGetEveryResultPulledAndCma) {
+  run_pause_storm(
+      {{"COLLIE_P2P_PULL", "always"}, {"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}});
 }
 
 // Rank 2 skips the last all_reduce and stays alive: the others time out naming it.
