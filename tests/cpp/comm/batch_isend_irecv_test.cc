@@ -5,11 +5,13 @@
 // group as one call (one sequence number), and the errors (the first raised while
 // the batch's other transfers carry on).
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <regex>
 #include <span>
 #include <string>
+#include <thread>
 
 #include "comm_test_util.h"
 #include "runtime/runtime_state.h"
@@ -155,6 +157,37 @@ TEST(BatchIsendIrecv, EveryPlaceholderIsAZeroOfItsOwn) {
     RCHECK(later[1].data_ptr() != held[0].data_ptr());
     RCHECK_EQ(later[0].item(), 0.0);
     RCHECK_EQ(later[1].item(), 0.0);
+  });
+}
+
+// A placeholder written to and dropped on another thread comes back zeroed: its
+// reuse orders that thread's write before the zeroing (under ThreadSanitizer,
+// which cannot see that ordering, every isend gets a new placeholder).
+TEST(BatchIsendIrecv, PlaceholderDroppedOnAnotherThreadComesBackZero) {
+  run_ranks(2, [](int rank) {
+    const int peer = 1 - rank;
+    auto exchange = [&] {
+      return batch_isend_irecv({P2POp("isend", Tensor::scalar(rank + 1.0), peer),
+                                P2POp("irecv", Shape{}, peer, WORLD, 0, DType::Float32)});
+    };
+    std::vector<Tensor> out = exchange();
+    for (int round = 0; round < 3; ++round) {
+      RCHECK_EQ(out[0].item(), 0.0);
+      RCHECK_EQ(out[1].item(), peer + 1.0);
+      // Nothing but the drop itself orders the write before the next exchange:
+      // a join, or a flag read with acquire, would order it anyway.
+      std::atomic<bool> dropped{false};
+      std::thread elsewhere([&dropped, placeholder = std::move(out[0])]() mutable {
+        placeholder.at<float>({}) = 9.0f;
+        placeholder = Tensor();
+        dropped.store(true, std::memory_order_relaxed);
+      });
+      out.clear();
+      while (!dropped.load(std::memory_order_relaxed)) std::this_thread::yield();
+      out = exchange();
+      elsewhere.join();
+    }
+    RCHECK_EQ(out[0].item(), 0.0);
   });
 }
 
