@@ -70,6 +70,19 @@ BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::
       c.check = false;
     } else if (a == "--loop") {
       c.loop = true;
+    } else if (a == "--root") {
+      const std::string& v = value(i);
+      if (v == "rotate") {
+        c.root = kRotateRoot;
+      } else {
+        size_t used = 0;
+        const int root = std::stoi(v, &used);
+        if (used != v.size() || root < 0) {
+          throw std::invalid_argument("--root takes a rank (0, 1, ...) or 'rotate', not '" + v +
+                                      "'");
+        }
+        c.root = root;
+      }
     } else if (rest != nullptr) {
       rest->push_back(a);
     } else {
@@ -103,7 +116,16 @@ std::vector<std::string> config_args(const BenchConfig& c) {
   if (c.shared) a.push_back("--shared");
   if (!c.check) a.push_back("--no-check");
   if (c.loop) a.push_back("--loop");
+  if (c.root != 0)
+    a.insert(a.end(), {"--root", c.root == kRotateRoot ? "rotate" : std::to_string(c.root)});
   return a;
+}
+
+void check_root(const BenchConfig& c, int n) {
+  if (c.root != kRotateRoot && c.root >= n) {
+    throw std::invalid_argument("--root " + std::to_string(c.root) + ": there are only " +
+                                std::to_string(n) + " ranks");
+  }
 }
 
 std::vector<size_t> sweep_sizes(const BenchConfig& c) {

@@ -30,7 +30,22 @@ struct BenchConfig {
   // call (nccl-tests' method) instead of timing each call after its own barrier
   // and reporting the median. See docs/performance.md for when they differ.
   bool loop = false;
+  // broadcast and reduce: the root rank, or kRotateRoot (`--root rotate`): call i
+  // of a size, warm-up included, has root i % N, as nccl-tests' `-r -1` does. A
+  // fixed root favours whichever library's barrier lets that rank out first
+  // (docs/performance.md, "4 ranks on 2 cores").
+  int root = 0;
 };
+
+inline constexpr int kRotateRoot = -1;
+
+// The root of call `call` (0, 1, ... within a size) on `n` ranks.
+inline int root_of_call(const BenchConfig& config, long call, int n) {
+  return config.root == kRotateRoot ? static_cast<int>(call % n) : config.root;
+}
+
+// std::invalid_argument unless config.root names one of `n` ranks (or rotates).
+void check_root(const BenchConfig& config, int n);
 
 const std::vector<std::string>& all_ops();
 

@@ -18,8 +18,14 @@ namespace {
 // Inputs hold rank+1 everywhere, so every result has a closed form.
 class CollieComm {
  public:
-  CollieComm(DType dtype, bool shared)
-      : dtype_(dtype), shared_(shared), rank_(get_rank()), n_(get_group_size()) {}
+  explicit CollieComm(const BenchConfig& config)
+      : config_(config),
+        dtype_(parse_dtype(config.dtype)),
+        shared_(config.shared),
+        rank_(get_rank()),
+        n_(get_group_size()) {
+    check_root(config, n_);
+  }
   int rank() const { return rank_; }
   int size() const { return n_; }
   void barrier() { collie::barrier(); }
@@ -52,6 +58,7 @@ class CollieComm {
     pristine_.assign(bytes_of, bytes_of + inputs_[0].nbytes());
     count_ = count;
     out_shape_ = {count};
+    calls_ = 0;
     return true;
   }
 
@@ -68,6 +75,7 @@ class CollieComm {
     // call writes its own (2 ranks, all_gather of 1 MiB on a 2 MiB L2: 52 against
     // 40 us). The block cache then hands the same block back each call.
     out_.reset();  // (not `= Tensor()`: that takes two references to a shared empty tensor)
+    root_ = root_of_call(config_, calls_++, n_);
     switch (op_) {
       case BenchOp::kAllReduce:
         out_ = all_reduce(x).first;
@@ -79,10 +87,10 @@ class CollieComm {
         out_ = reduce_scatter_tensor(x).first;
         break;
       case BenchOp::kBroadcast:
-        out_ = broadcast(x, 0);
+        out_ = broadcast(x, root_);
         break;
       case BenchOp::kReduce:
-        out_ = reduce(x, 0);
+        out_ = reduce(x, root_);
         break;
       case BenchOp::kAllToAll:
         out_ = all_to_all_single_with_output_shape(out_shape_, x).first;
@@ -103,8 +111,8 @@ class CollieComm {
     const int64_t total = out.numel();
     auto expect = [&](int64_t i) -> double {
       if (op == "all_reduce" || op == "reduce_scatter") return sum;
-      if (op == "reduce") return rank_ == 0 ? sum : 0;
-      if (op == "broadcast") return 1;
+      if (op == "reduce") return rank_ == root_ ? sum : 0;  // [1] zeros elsewhere
+      if (op == "broadcast") return root_ + 1;
       if (op == "all_gather" || op == "all_to_all")
         return static_cast<double>(i / (total / n_) + 1);
       return (rank_ + n_ - 1) % n_ + 1;  // send_recv: the previous rank's value
@@ -116,9 +124,12 @@ class CollieComm {
   }
 
  private:
+  const BenchConfig& config_;
   DType dtype_;
   bool shared_;
   int rank_, n_;
+  long calls_ = 0;  // of this size, warm-up included (root_of_call)
+  int root_ = 0;    // the last call's root (broadcast, reduce)
   int64_t count_ = 0;
   // all_to_all's output shape, made once per size as a training loop would
   // (a braced {count_} per call was a malloc the OpenMPI side does not do).
@@ -137,7 +148,7 @@ int main(int argc, char** argv) {
     collie::bench::BenchConfig config =
         collie::bench::parse_config(std::vector<std::string>(argv + 1, argv + argc), nullptr);
     collie::init();
-    collie::bench::CollieComm comm(collie::parse_dtype(config.dtype), config.shared);
+    collie::bench::CollieComm comm(config);
     int rc = collie::bench::run_sweep(comm, config);
     collie::release();
     return rc;

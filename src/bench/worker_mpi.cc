@@ -43,9 +43,11 @@ bool mpi_type_of(const std::string& dtype, MpiType* out) {
 
 class MpiComm {
  public:
-  explicit MpiComm(const std::string& dtype) : supported_(mpi_type_of(dtype, &type_)) {
+  explicit MpiComm(const BenchConfig& config)
+      : config_(config), supported_(mpi_type_of(config.dtype, &type_)) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &n_);
+    check_root(config, n_);
   }
   int rank() const { return rank_; }
   int size() const { return n_; }
@@ -69,6 +71,7 @@ class MpiComm {
     for (auto& buf : inputs_) fill(buf.data(), in_count, rank_ + 1);
     pristine_ = inputs_[0];
     out_.assign(count_ * type_.size, 0);
+    calls_ = 0;
     return true;
   }
 
@@ -81,6 +84,7 @@ class MpiComm {
     const void* in = inputs_[static_cast<size_t>(copy)].data();
     void* out = out_.data();
     const int c = static_cast<int>(count_), per = static_cast<int>(count_ / n_);
+    root_ = root_of_call(config_, calls_++, n_);
     switch (op_) {
       case BenchOp::kAllReduce:
         MPI_Allreduce(in, out, c, type_.type, MPI_SUM, MPI_COMM_WORLD);
@@ -92,11 +96,11 @@ class MpiComm {
         MPI_Reduce_scatter_block(in, out, per, type_.type, MPI_SUM, MPI_COMM_WORLD);
         break;
       case BenchOp::kBroadcast:
-        if (rank_ == 0) std::memcpy(out, in, count_ * type_.size);
-        MPI_Bcast(out, c, type_.type, 0, MPI_COMM_WORLD);
+        if (rank_ == root_) std::memcpy(out, in, count_ * type_.size);
+        MPI_Bcast(out, c, type_.type, root_, MPI_COMM_WORLD);
         break;
       case BenchOp::kReduce:
-        MPI_Reduce(in, out, c, type_.type, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(in, out, c, type_.type, MPI_SUM, root_, MPI_COMM_WORLD);
         break;
       case BenchOp::kAllToAll:
         MPI_Alltoall(in, per, type_.type, out, per, type_.type, MPI_COMM_WORLD);
@@ -115,13 +119,13 @@ class MpiComm {
     size_t total = op == "reduce_scatter" ? count_ / n_ : count_;
     auto expect = [&](size_t i) -> double {
       if (op == "all_reduce" || op == "reduce_scatter") return sum;
-      if (op == "reduce") return rank_ == 0 ? sum : 0;
-      if (op == "broadcast") return 1;
+      if (op == "reduce") return sum;
+      if (op == "broadcast") return root_ + 1;
       if (op == "all_gather" || op == "all_to_all")
         return static_cast<double>(i / (count_ / n_) + 1);
       return (rank_ + n_ - 1) % n_ + 1;
     };
-    if (op == "reduce" && rank_ != 0) return true;  // MPI leaves non-root output untouched
+    if (op == "reduce" && rank_ != root_) return true;  // MPI leaves non-root output untouched
     for (size_t i = 0; i < total; i += std::max<size_t>(1, total / 1024)) {
       if (value(i) != expect(i)) return false;
     }
@@ -160,9 +164,12 @@ class MpiComm {
     return p[i];
   }
 
+  const BenchConfig& config_;
   bool supported_;
   MpiType type_{MPI_FLOAT, 4};
   int rank_ = 0, n_ = 1;
+  long calls_ = 0;  // of this size, warm-up included (root_of_call)
+  int root_ = 0;    // the last call's root (broadcast, reduce)
   size_t count_ = 0;
   BenchOp op_ = BenchOp::kAllReduce;
   // Large buffers on huge pages, as collie's tensors are (huge_page_allocator.h).
@@ -181,7 +188,7 @@ int main(int argc, char** argv) {
   try {
     collie::bench::BenchConfig config =
         collie::bench::parse_config(std::vector<std::string>(argv + 1, argv + argc), nullptr);
-    collie::bench::MpiComm comm(config.dtype);
+    collie::bench::MpiComm comm(config);
     rc = collie::bench::run_sweep(comm, config);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "collie_bench_mpi: %s\n", e.what());

@@ -68,6 +68,7 @@ Options parse(const std::vector<std::string>& args) {
   }
   if (o.ranks < 1) throw std::invalid_argument("-n must be at least 1");
   if (o.rounds < 1) throw std::invalid_argument("--rounds must be at least 1");
+  bench::check_root(o.config, o.ranks);
   return o;
 }
 
@@ -119,6 +120,11 @@ std::vector<Row> run_worker(const std::string& command, bool* failed) {
 // How the times were taken, for the header line.
 const char* timing_method(const BenchConfig& c) {
   return c.loop ? "time: mean of back-to-back calls" : "time: median of calls after a barrier";
+}
+
+// "root 0", "root 2", "roots rotating": whom broadcast and reduce use.
+std::string root_text(const BenchConfig& c) {
+  return c.root == bench::kRotateRoot ? "roots rotating" : "root " + std::to_string(c.root);
 }
 
 std::string human(size_t bytes) {
@@ -178,8 +184,9 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
     f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype << "\", \"cpu\": \""
       << json_string_body(cpu) << "\", \"huge_pages\": \"" << json_string_body(huge_pages)
       << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"handoff_gbps\": " << handoff_bw
-      << ", \"timing\": \"" << (o.config.loop ? "loop" : "per_call")
-      << "\", \"rounds\": " << o.rounds << ", \"results\": [\n";
+      << ", \"timing\": \"" << (o.config.loop ? "loop" : "per_call") << "\", \"root\": "
+      << (o.config.root == bench::kRotateRoot ? "\"rotate\"" : std::to_string(o.config.root))
+      << ", \"rounds\": " << o.rounds << ", \"results\": [\n";
     for (size_t i = 0; i < collie_rows.size(); ++i) {
       const Row& r = collie_rows[i];
       auto it = mpi.find({r.op, r.bytes});
@@ -260,7 +267,7 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
 std::string bench_usage() {
   return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
          "                    [-w WARMUP] [--iters N] [--cold] [--dirty] [--shared] [--loop]\n"
-         "                    [--no-check] [-h|--help]\n"
+         "                    [--root R|rotate] [--no-check] [-h|--help]\n"
          "                    [--compare mpi] [--rounds N]\n"
          "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
          "\n"
@@ -283,6 +290,8 @@ std::string bench_usage() {
          "--loop times the calls back to back after one barrier and reports each rank's\n"
          "mean (nccl-tests' method); by default each call is timed after its own barrier\n"
          "and each rank's median is reported.\n"
+         "--root R roots broadcast and reduce at rank R (default 0); --root rotate gives\n"
+         "call i the root i % N, so that no rank's place in the barrier favours a side.\n"
          "Defaults: -n 2 --op all_reduce -b 8 -e 64M -f 2 --dtype float32 -w 3.\n";
 }
 
@@ -309,8 +318,9 @@ int bench_main(const std::vector<std::string>& args) {
   if (handoff_bw > 0) std::snprintf(handoff, sizeof handoff, "%.2f GB/s", handoff_bw);
   std::printf(
       "# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), core-to-core %s "
-      "(256 KiB hand-offs), %s%s\n# cpu: %s; transparent huge pages: %s\n",
+      "(256 KiB hand-offs), %s, %s%s\n# cpu: %s; transparent huge pages: %s\n",
       o.ranks, o.config.dtype.c_str(), memcpy_bw, handoff, timing_method(o.config),
+      root_text(o.config).c_str(),
       o.rounds > 1 ? (", best of " + std::to_string(o.rounds) + " rounds").c_str() : "",
       cpu.c_str(), huge_pages.c_str());
   std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
@@ -345,7 +355,15 @@ int bench_main(const std::vector<std::string>& args) {
           std::fprintf(stderr, "collie bench: the MPI run of %s failed\n", op.c_str());
       }
     }
-    for (const Row& r : mpi_rows) mpi[{r.op, r.bytes}] = r;
+    for (const Row& r : mpi_rows) {
+      mpi[{r.op, r.bytes}] = r;
+      // A wrong OpenMPI result makes the comparison meaningless: the run fails.
+      if (r.check == "FAIL") {
+        std::fprintf(stderr, "collie bench: OpenMPI's %s of %zu bytes gave a wrong result\n",
+                     r.op.c_str(), r.bytes);
+        failed = true;
+      }
+    }
     failed |= worker_failed;
     for (const Row& r : rows) {
       double algbw = r.median_us > 0 ? r.bytes / (r.median_us * 1e3) : 0;

@@ -1,0 +1,54 @@
+// parse_config / config_args / root_of_call: the sweep options shared by
+// `collie bench` and its workers (src/bench/bench_config.h), here `--root`.
+#include "bench/bench_config.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace collie::bench {
+namespace {
+
+BenchConfig parse(std::vector<std::string> args) { return parse_config(args, nullptr); }
+
+TEST(BenchConfig, RootDefaultsToZeroAndTakesARankOrRotate) {
+  EXPECT_EQ(parse({}).root, 0);
+  EXPECT_EQ(parse({"--root", "3"}).root, 3);
+  EXPECT_EQ(parse({"--root", "rotate"}).root, kRotateRoot);
+  for (const char* bad : {"-1", "x", "2x", ""}) {
+    EXPECT_THROW(parse({"--root", bad}), std::invalid_argument) << "--root '" << bad << "'";
+  }
+  EXPECT_THROW(parse({"--root"}), std::invalid_argument);
+}
+
+TEST(BenchConfig, RootSurvivesTheTripToTheWorkers) {
+  for (int root : {0, 1, 5, kRotateRoot}) {
+    BenchConfig c;
+    c.root = root;
+    EXPECT_EQ(parse(config_args(c)).root, root);
+  }
+}
+
+TEST(BenchConfig, RootOfEachCall) {
+  BenchConfig fixed;
+  fixed.root = 2;
+  BenchConfig rotating;
+  rotating.root = kRotateRoot;
+  for (long call = 0; call < 10; ++call) {
+    EXPECT_EQ(root_of_call(fixed, call, 4), 2);
+    EXPECT_EQ(root_of_call(rotating, call, 4), call % 4);
+    EXPECT_EQ(root_of_call(rotating, call, 3), call % 3);
+  }
+}
+
+TEST(BenchConfig, RootMustNameARank) {
+  BenchConfig c;
+  c.root = 2;
+  EXPECT_NO_THROW(check_root(c, 3));
+  EXPECT_THROW(check_root(c, 2), std::invalid_argument);
+  c.root = kRotateRoot;
+  EXPECT_NO_THROW(check_root(c, 1));
+}
+
+}  // namespace
+}  // namespace collie::bench
