@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -158,7 +159,8 @@ void expect_all(const collie::Tensor& got, double want, const char* op, long rou
   }
 }
 
-// Rounds of small collectives and ring exchanges, every result checked, while
+// Rounds of small collectives, ring exchanges and now and then a new group,
+// every result checked, while
 // the test SIGSTOPs ranks at random for a fraction of the deadline. Rank 0 ends
 // the rounds kPauseStormSeconds after entering: its flag rides in the round's
 // all_reduce, so every rank stops after the same round. Writes rounds.<rank>.
@@ -203,6 +205,24 @@ void pause_storm(int rank, int n) {
            collie::P2POp("irecv", collie::Tensor::zeros({1 << 16}), prev)});
       expect_all(m[1].slice(0, 64), prev, "batch_isend_irecv of 256 KiB", round);
       expect_all(m[1].slice((1 << 16) - 64, 1 << 16), prev, "batch_isend_irecv of 256 KiB", round);
+    }
+    if (round % 256 == 128) {  // a group of the other ranks made, used and destroyed
+      std::vector<int> others;
+      for (int r = 0; r < n; ++r) {
+        if (r != static_cast<int>(round / 256) % n) others.push_back(r);
+      }
+      const bool member = std::find(others.begin(), others.end(), rank) != others.end();
+      if (member) {
+        const std::string name = "storm" + std::to_string(round);
+        collie::create_group(name, others);
+        auto g =
+            collie::all_reduce(collie::Tensor::full({4}, rank + 1), collie::ReduceOp::SUM, name)
+                .first;
+        double want = 0;
+        for (int r : others) want += r + 1;
+        expect_all(g, want, "all_reduce on a new group", round);
+        collie::destroy_group(name);
+      }
     }
     if (round % 32 == 0) {  // one that takes many steps through the slots
       auto big = collie::all_reduce(collie::Tensor::full({1 << 18}, rank + 1)).first;
