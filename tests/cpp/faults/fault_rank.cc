@@ -160,10 +160,10 @@ void expect_all(const collie::Tensor& got, double want, const char* op, long rou
 }
 
 // Rounds of small collectives, ring exchanges and now and then a new group,
-// every result checked, while
-// the test SIGSTOPs ranks at random for a fraction of the deadline. Rank 0 ends
-// the rounds kPauseStormSeconds after entering: its flag rides in the round's
-// all_reduce, so every rank stops after the same round. Writes rounds.<rank>.
+// every result checked, while the test SIGSTOPs ranks at random for a fraction
+// of the deadline. Rank 0 ends the rounds kPauseStormSeconds after entering: its
+// flag rides in the round's all_reduce, so every rank stops after the same
+// round. Writes rounds.<rank>.
 constexpr double kPauseStormSeconds = 3.0;
 
 void pause_storm(int rank, int n) {
