@@ -366,8 +366,9 @@ TEST(FaultInjection, SigstopMidAllReduceGivesTimeoutNotCommError) {
 }
 
 // Ranks paused (SIGSTOP) at random, each time for well under the deadline, while
-// all of them run rounds of small collectives and a ring exchange (fault_rank.cc,
-// pause_storm): no call may time out, fail or return a wrong value, and every
+// all of them run rounds of small collectives, ring exchanges, larger calls and
+// short-lived groups (fault_rank.cc, pause_storm): no call may time out, fail or
+// return a wrong value, and every
 // rank must finish after the same round. A paused rank is one the scheduler did
 // not run for a while, which a loaded machine does all the time: a step published
 // while a peer slept, a doorbell rung while it was stopped, a wait that began
