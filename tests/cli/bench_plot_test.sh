@@ -8,7 +8,8 @@ cli=$1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$cli" bench -n 2 --op all -b 8 -e 8K -f 32 -w 1 --iters 3 --plot "$out/p.png" >/dev/null
-fail() { echo "bench_plot_test: $*" >&2; cat "$out/p.png.gp" >&2; exit 1; }
+gp="$out/p.png.gp"  # the script fail() shows
+fail() { echo "bench_plot_test: $*" >&2; cat "$gp" >&2; exit 1; }
 grep -qF "set xtics ('8B' 8, '256B' 256, '8K' 8192)" "$out/p.png.gp" || fail "x tics"
 grep -qE "memcpy [0-9]+\.[0-9]{2} GB/s" "$out/p.png.gp" || fail "memcpy rate"
 grep -qF "title 'collie all_reduce'" "$out/p.png.gp" || fail "all_reduce curve"
@@ -20,6 +21,7 @@ grep -qF "title 'collie send_recv'" "$out/p.png.gp" || fail "send_recv curve"
 q="$out/it's"
 mkdir "$q"
 "$cli" bench -n 2 --op all_reduce -b 8 -e 128K -f 2 -w 1 --iters 2 --plot "$q/p.png" >/dev/null
+gp="$q/p.png.gp"
 grep -qF "set xtics ('8B' 8, '32B' 32, '128B' 128, '512B' 512, '2K' 2048, '8K' 8192, '32K' 32768, '128K' 131072)" "$q/p.png.gp" ||
   fail "x tics of 15 sizes"
 grep -qF "set output '$out/it''s/p.png'" "$q/p.png.gp" || fail "quote in the path"
