@@ -122,9 +122,14 @@ const char* timing_method(const BenchConfig& c) {
   return c.loop ? "time: mean of back-to-back calls" : "time: median of calls after a barrier";
 }
 
-// "root 0", "root 2", "roots rotating": whom broadcast and reduce use.
+// ", root 2", ", roots rotating": whom broadcast and reduce use, for a sweep
+// that has either; "" otherwise.
 std::string root_text(const BenchConfig& c) {
-  return c.root == bench::kRotateRoot ? "roots rotating" : "root " + std::to_string(c.root);
+  const bool rooted = std::any_of(c.ops.begin(), c.ops.end(), [](const std::string& op) {
+    return op == "broadcast" || op == "reduce";
+  });
+  if (!rooted) return "";
+  return c.root == bench::kRotateRoot ? ", roots rotating" : ", root " + std::to_string(c.root);
 }
 
 std::string human(size_t bytes) {
@@ -318,7 +323,7 @@ int bench_main(const std::vector<std::string>& args) {
   if (handoff_bw > 0) std::snprintf(handoff, sizeof handoff, "%.2f GB/s", handoff_bw);
   std::printf(
       "# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), core-to-core %s "
-      "(256 KiB hand-offs), %s, %s%s\n# cpu: %s; transparent huge pages: %s\n",
+      "(256 KiB hand-offs), %s%s%s\n# cpu: %s; transparent huge pages: %s\n",
       o.ranks, o.config.dtype.c_str(), memcpy_bw, handoff, timing_method(o.config),
       root_text(o.config).c_str(),
       o.rounds > 1 ? (", best of " + std::to_string(o.rounds) + " rounds").c_str() : "",
