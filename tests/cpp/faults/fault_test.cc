@@ -122,8 +122,8 @@ bool trace_mentions(const FaultJob& job, int rank, const std::string& what) {
   return t.find(what) != std::string::npos;
 }
 
-// The exchange streams 64 MiB between every pair through 16 KiB rings: thousands
-// of hand-offs, so it lasts long enough for a signal to land in the middle.
+// kill_batch's exchange streams 16 MiB between every pair through 16 KiB rings,
+// and its victim sends nothing until it is killed, so the signal lands mid-batch.
 std::map<std::string, std::string> env_of(const std::string& scenario, int victim = -1) {
   std::map<std::string, std::string> env;
   // kill_batch streams its messages through small rings (never pulled: a pulled
