@@ -33,7 +33,7 @@ struct BenchConfig {
   // broadcast and reduce: the root rank, or kRotateRoot (`--root rotate`): call i
   // of a size, warm-up included, has root i % N, as nccl-tests' `-r -1` does. A
   // fixed root favours whichever library's barrier lets that rank out first
-  // (docs/performance.md, "4 ranks on 2 cores").
+  // (docs/performance.md, "Rotating roots").
   int root = 0;
 };
 
