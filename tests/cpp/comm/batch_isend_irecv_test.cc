@@ -174,9 +174,11 @@ TEST(BatchIsendIrecv, PlaceholderDroppedOnAnotherThreadComesBackZero) {
     for (int round = 0; round < 3; ++round) {
       RCHECK_EQ(out[0].item(), 0.0);
       RCHECK_EQ(out[1].item(), peer + 1.0);
-      // Nothing but the drop itself orders the write before the next exchange:
-      // a join, or a flag read with acquire, would order it anyway.
+      // The flag is relaxed and the join comes after the next exchange, so
+      // neither orders the write before the reuse (the drop's release does; so,
+      // in this test, do reference counts of state the two threads share).
       std::atomic<bool> dropped{false};
+      const void* dropped_at = out[0].data_ptr();
       std::thread elsewhere([&dropped, placeholder = std::move(out[0])]() mutable {
         placeholder.at<float>({}) = 9.0f;
         placeholder = Tensor();
@@ -186,6 +188,11 @@ TEST(BatchIsendIrecv, PlaceholderDroppedOnAnotherThreadComesBackZero) {
       while (!dropped.load(std::memory_order_relaxed)) std::this_thread::yield();
       out = exchange();
       elsewhere.join();
+#if !defined(__SANITIZE_THREAD__)
+      RCHECK(out[0].data_ptr() == dropped_at);  // the same placeholder, handed out again
+#else
+      (void)dropped_at;
+#endif
     }
     RCHECK_EQ(out[0].item(), 0.0);
   });
