@@ -95,6 +95,11 @@ class Tensor {
   // uninitialized(like.shape(), like.dtype()) (torch's empty_like); a contiguous
   // `like` lends its layout, so nothing is looked up for it.
   static Tensor uninitialized_like(const Tensor& like);
+  // uninitialized() of like's shape with dim 0 = `rows` (a 0-d `like` gives
+  // [rows]) and like's dtype: the output of a call that gathers or scatters rows.
+  // The layout is reused per thread for each (like's layout, rows), so a loop
+  // of such calls builds and looks up no shape. ValueError if rows < 0.
+  static Tensor uninitialized_rows_like(const Tensor& like, int64_t rows);
   static Tensor ones(const Shape& shape, DType dtype = DType::Float32);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
   // 0-d tensor holding `value`.

@@ -46,19 +46,4 @@ inline const Tensor& contiguous_ref(const Tensor& t, std::optional<Tensor>& copy
 
 inline std::string shape_str(const Tensor& t) { return shape_to_string(t.shape()); }
 
-// `shape` with dim 0 replaced by `rows` (a 0-d shape becomes [rows]), built in a
-// per-thread scratch shape: an output's shape is only read (looked up in the
-// layout cache, or copied on a miss), so a call allocates none. Valid until the
-// thread calls this again.
-inline const Shape& with_rows(const Shape& shape, int64_t rows) {
-  thread_local Shape scratch;
-  scratch.assign(shape.begin(), shape.end());  // keeps its capacity
-  if (scratch.empty()) {
-    scratch.push_back(rows);
-  } else {
-    scratch[0] = rows;
-  }
-  return scratch;
-}
-
 }  // namespace collie::detail

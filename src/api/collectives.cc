@@ -34,8 +34,7 @@ std::pair<Tensor, CommHandle> all_gather_into_tensor(const Tensor& tensor, std::
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
-  Tensor out =
-      detail::new_output(in, detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype());
+  Tensor out = detail::new_output_rows(in, rows * g->size());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::AllGather, in, n, ReduceOp::SUM, -1, !async_op), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -59,7 +58,7 @@ std::pair<Tensor, CommHandle> reduce_scatter_tensor(const Tensor& tensor, Reduce
   }
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
-  Tensor out = detail::new_output(in, detail::with_rows(tensor.shape(), rows), tensor.dtype());
+  Tensor out = detail::new_output_rows(in, rows);
   const size_t n = static_cast<size_t>(out.numel());
   WorkPtr w = g->submit(op_info(OpKind::ReduceScatter, in, n, op, -1, !async_op), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -106,9 +105,8 @@ Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group)
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
-  Tensor out = is_root ? detail::new_output(
-                             in, detail::with_rows(tensor.shape(), rows * g->size()), tensor.dtype())
-                       : Tensor::zeros({1}, tensor.dtype());
+  Tensor out =
+      is_root ? detail::new_output_rows(in, rows * g->size()) : Tensor::zeros({1}, tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -131,7 +129,7 @@ Tensor scatter_tensor(const Tensor& tensor, int src, std::string_view group) {
   }
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
-  Tensor out = detail::new_output(in, detail::with_rows(tensor.shape(), rows), tensor.dtype());
+  Tensor out = detail::new_output_rows(in, rows);
   const size_t n = static_cast<size_t>(out.numel());
   WorkPtr w = g->submit(op_info(OpKind::Scatter, in, n, ReduceOp::SUM, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {

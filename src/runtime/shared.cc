@@ -51,6 +51,22 @@ Tensor new_output(const Tensor& input, const Shape& shape, DType dtype) {
   return Tensor::uninitialized(shape, dtype);
 }
 
+Tensor new_output_rows(const Tensor& input, int64_t rows) {
+  if (is_shared(input)) {
+    // In a per-thread scratch shape: empty_shared only reads it, so a small call
+    // on shared tensors allocates no shape.
+    thread_local Shape scratch;
+    scratch.assign(input.shape().begin(), input.shape().end());  // keeps its capacity
+    if (scratch.empty()) {
+      scratch.push_back(rows);
+    } else {
+      scratch[0] = rows;
+    }
+    return empty_shared(scratch, input.dtype());
+  }
+  return Tensor::uninitialized_rows_like(input, rows);
+}
+
 Tensor new_output_like(const Tensor& input) {
   if (is_shared(input)) return empty_shared(input.shape(), input.dtype());
   return Tensor::uninitialized_like(input);

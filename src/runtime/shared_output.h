@@ -11,5 +11,8 @@ Tensor new_output(const Tensor& input, const Shape& shape, DType dtype);
 // The same with input's shape and dtype (all_reduce, broadcast, reduce's root):
 // an ordinary output shares input's layout.
 Tensor new_output_like(const Tensor& input);
+// The same with input's shape but dim 0 = `rows` (a 0-d input: [rows]): the
+// output of a call that gathers or scatters rows (Tensor::uninitialized_rows_like).
+Tensor new_output_rows(const Tensor& input, int64_t rows);
 
 }  // namespace collie::detail

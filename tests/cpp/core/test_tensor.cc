@@ -441,6 +441,44 @@ TEST(TensorFactory, UninitializedLikeTakesShapeAndDtypeAndOwnsNewMemory) {
   EXPECT_EQ(Tensor::uninitialized_like(Tensor::scalar(1.0, DType::Float64)).shape(), Shape{});
 }
 
+TEST(TensorFactory, UninitializedRowsLikeReplacesDimZero) {
+  const Tensor like = Tensor::full({2, 3}, 7.0, DType::Int32);
+  Tensor t = Tensor::uninitialized_rows_like(like, 5);
+  EXPECT_EQ(t.shape(), (Shape{5, 3}));
+  EXPECT_EQ(t.strides(), (Shape{3, 1}));
+  EXPECT_EQ(t.dtype(), DType::Int32);
+  EXPECT_EQ(t.storage()->nbytes(), 15 * sizeof(int32_t));
+  EXPECT_NE(t.storage(), like.storage());
+  t.data<int32_t>()[5] = 1;  // its own memory: `like` keeps its values
+  EXPECT_EQ(like.item(5), 7.0);
+  EXPECT_EQ(like.shape(), (Shape{2, 3}));  // the shape it was made from is unchanged
+  // A 0-d tensor gives a 1-d one; a strided one a contiguous one of its shape.
+  EXPECT_EQ(Tensor::uninitialized_rows_like(Tensor::scalar(1.0, DType::Float64), 4).shape(),
+            Shape{4});
+  const Tensor c = Tensor::uninitialized_rows_like(Tensor::zeros({2, 3}).transpose(0, 1), 1);
+  EXPECT_EQ(c.shape(), (Shape{1, 2}));
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_EQ(Tensor::uninitialized_rows_like(like, 0).numel(), 0);
+  expect_contains(message_of<ValueError>([&] { Tensor::uninitialized_rows_like(like, -1); }),
+                  "[-1, 3]");
+}
+
+// The layout is reused per (like's layout, rows), and only for that pair: more
+// pairs than the thread keeps still each get their own shape.
+TEST(TensorFactory, UninitializedRowsLikeReusesLayoutsOnlyForTheSamePair) {
+  const Tensor a = Tensor::zeros({2, 3});
+  const Tensor b = Tensor::zeros({2, 4});
+  EXPECT_EQ(&Tensor::uninitialized_rows_like(a, 6).shape(),
+            &Tensor::uninitialized_rows_like(Tensor(a), 6).shape())
+      << "the same layout and rows: one shape, looked up once";
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t rows = 0; rows < 6; ++rows) {
+      EXPECT_EQ(Tensor::uninitialized_rows_like(a, rows).shape(), (Shape{rows, 3}));
+      EXPECT_EQ(Tensor::uninitialized_rows_like(b, rows).shape(), (Shape{rows, 4}));
+    }
+  }
+}
+
 TEST(TensorView, SizeOneDimsDoNotBreakContiguity) {
   const Tensor t = Tensor::zeros({3, 1}).transpose(0, 1);  // shape [1, 3], strides [1, 1]
   EXPECT_TRUE(t.is_contiguous());
