@@ -198,6 +198,43 @@ TEST(BatchIsendIrecv, PlaceholderDroppedOnAnotherThreadComesBackZero) {
   });
 }
 
+// An irecv's result takes its template's shape, whatever the template's layout
+// (a contiguous template lends its layout to the result), and op.recv_dtype
+// where a caller set it apart from the template's dtype; the result is always
+// a contiguous tensor of its own, and the template is left as it was.
+TEST(BatchIsendIrecv, IrecvTemplatesOfAnyLayout) {
+  run_ranks(2, [](int rank) {
+    const int peer = 1 - rank;
+    auto value = [](int src, int64_t i) { return 10.0 * src + static_cast<double>(i); };
+    const Tensor sent =
+        make_tensor({2, 3}, DType::Float32, [&](int64_t i) { return value(rank, i); });
+    const Tensor sent_int =
+        make_tensor({2, 3}, DType::Int32, [&](int64_t i) { return value(rank, i); });
+    const Tensor contiguous = Tensor::zeros({2, 3});
+    const Tensor transposed = Tensor::zeros({3, 2}).transpose(0, 1);  // shape [2, 3], strided
+    const Tensor offset_rows = Tensor::zeros({4, 3}).slice(1, 3);     // shape [2, 3], offset 3
+    P2POp other_dtype("irecv", Tensor::zeros({2, 3}), peer);          // float32 template ...
+    other_dtype.recv_dtype = DType::Int32;                            // ... receiving int32
+    std::vector<Tensor> out = batch_isend_irecv(
+        {P2POp("isend", sent, peer), P2POp("isend", sent, peer), P2POp("isend", sent, peer),
+         P2POp("isend", sent_int, peer), P2POp("irecv", contiguous, peer),
+         P2POp("irecv", transposed, peer), P2POp("irecv", offset_rows, peer), other_dtype});
+    const char* names[] = {"contiguous template", "transposed template", "template at an offset",
+                           "int32 received on a float32 template"};
+    for (size_t k = 4; k < 8; ++k) {
+      const DType dtype = k == 7 ? DType::Int32 : DType::Float32;
+      check_tensor(
+          out[k], dtype, {2, 3}, [&](int64_t i) { return value(peer, i); }, names[k - 4]);
+      RCHECK(out[k].is_contiguous()) << names[k - 4];
+      RCHECK_EQ(out[k].storage_offset(), 0) << names[k - 4];
+    }
+    for (const Tensor* t : {&contiguous, &transposed, &offset_rows}) {
+      RCHECK_EQ(t->to_double_vector(), std::vector<double>(6, 0.0)) << "a template is not written";
+    }
+    RCHECK(out[4].storage() != contiguous.storage()) << "the result has storage of its own";
+  });
+}
+
 // n1: the ring is a batch that sends to and receives from oneself.
 INSTANTIATE_TEST_SUITE_P(WorldSizes, BatchRing, ::testing::Values(1, 2, 3, 4), world_size_name);
 
