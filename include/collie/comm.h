@@ -120,7 +120,12 @@ class GroupName {
   std::string_view view() const { return constant_.data() ? constant_ : std::string_view(owned_); }
   operator std::string_view() const { return view(); }  // NOLINT
   std::string str() const { return std::string(view()); }
-  friend bool operator==(const GroupName& a, std::string_view b) { return a.view() == b; }
+  // The same view (two ops of one group name the world's constant) is equal
+  // without comparing characters.
+  friend bool operator==(const GroupName& a, std::string_view b) {
+    const std::string_view v = a.view();
+    return (v.data() == b.data() && v.size() == b.size()) || v == b;
+  }
 
  private:
   std::string_view constant_;  // one of the world's names, else empty (data() null)

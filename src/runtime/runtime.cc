@@ -66,11 +66,18 @@ std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op
   struct Last {
     uint64_t generation = 0;  // 0: nothing cached (generations start at 1)
     std::string name;
+    // The name was one of the world's constant names, viewed here: the same view
+    // again is the same name, found without comparing characters (a memcmp per
+    // call). Any other view, even of equal text, is compared.
+    std::string_view constant;
     std::weak_ptr<Group> group;
   };
   thread_local Last last;
   const uint64_t generation = runtime_state().generation.load(std::memory_order_acquire);
-  if (generation == last.generation && group == last.name) {
+  if (generation == last.generation &&
+      ((!last.constant.empty() && group.data() == last.constant.data() &&
+        group.size() == last.constant.size()) ||
+       group == last.name)) {
     if (auto g = last.group.lock()) return g;
   }
   auto g = require_group(group, op, "For ");
@@ -81,6 +88,11 @@ std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op
   }
   last.generation = generation;
   last.name.assign(group);
+  last.constant = {};
+  for (std::string_view world :
+       {WORLD, HCCL_WORLD_COMM_GROUP, NCCL_WORLD_COMM_GROUP, MCCL_WORLD_COMM_GROUP}) {
+    if (group.data() == world.data() && group.size() == world.size()) last.constant = world;
+  }
   last.group = g;
   return g;
 }

@@ -88,6 +88,28 @@ TEST(Groups, WorldAliases) {
   });
 }
 
+// A call's group is found by a per-thread shortcut: the very view of the world's
+// constant name it found last. Views that share its characters' address but
+// not its length (empty, a prefix) are other names, and equal text elsewhere is
+// the same name.
+TEST(Groups, TheLastGroupFoundIsReusedOnlyForTheSameName) {
+  run_ranks(2, [](int rank) {
+    auto sum = [](std::string_view group) {
+      return all_reduce(Tensor::full({2}, 1.0), ReduceOp::SUM, group).first;
+    };
+    check_tensor(
+        sum(WORLD), DType::Float32, {2}, [](int64_t) { return 2.0; }, "WORLD");
+    RCHECK_THROWS(sum(WORLD.substr(0, 0)), collie::RuntimeError, "does not exist");
+    RCHECK_THROWS(sum(WORLD.substr(0, 6)), collie::RuntimeError, "collie", "does not exist");
+    const std::string copy(WORLD);
+    check_tensor(
+        sum(copy), DType::Float32, {2}, [](int64_t) { return 2.0; }, "a copy of WORLD");
+    check_tensor(
+        sum(WORLD), DType::Float32, {2}, [](int64_t) { return 2.0; }, "WORLD again");
+    RCHECK_EQ(get_rank(WORLD), rank);
+  });
+}
+
 // init("hccl") runs on the default backend and makes "hccl_world_group" the world's name.
 TEST(Groups, InitWithMindSporeBackendName) {
   RunOptions o;
