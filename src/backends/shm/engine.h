@@ -39,9 +39,11 @@ class ShmEngine final : public ProgressDriver {
 
   // Queues a collective on `group` (which must stay alive until drained).
   void submit(ShmGroup* group, std::unique_ptr<OpState> op);
-  // Queues a point-to-point transfer.
-  void submit_send(SendRequest request);
-  void submit_recv(RecvRequest request);
+  // Starts a point-to-point transfer of `work` (which the caller holds until it
+  // ends). The request gets its own reference to the Work only if it waits in a
+  // queue: a transfer done on the spot costs no reference count updates.
+  void submit_send(const WorkPtr& work, SendRequest request);
+  void submit_recv(const WorkPtr& work, RecvRequest request);
 
   // Progresses everything from the calling thread until `work` completes (or
   // `deadline` passes): the waiting thread does the work itself (no hand-off to
@@ -139,6 +141,8 @@ class ShmEngine final : public ProgressDriver {
   void last_driver_left();
   template <typename Item>
   void post_async(std::vector<Item>& box, Item item);
+  // Queues `op` on `group` and gives it its first pass (progress lock held).
+  void queue_with_first_pass(ShmGroup* group, std::unique_ptr<OpState> op);
   // Appends to the group's queue (progress lock held; queue_size already counted).
   void enqueue(ShmGroup* group, std::unique_ptr<OpState> op,
                std::chrono::steady_clock::time_point now);

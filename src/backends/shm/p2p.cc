@@ -100,12 +100,12 @@ P2PMatcher::P2PMatcher(ShmGroup& world, PeerArenas& peer_arenas,
       incoming_(static_cast<size_t>(world.size())),
       pull_(pull_rule(world)) {}
 
-void P2PMatcher::complete(const WorkPtr& work, std::exception_ptr error) {
-  const bool blocking = work->info().blocking;
+void P2PMatcher::complete(Work& work, std::exception_ptr error) {
+  const bool blocking = work.info().blocking;
   if (error)
-    work->fail(error);
+    work.fail(error);
   else
-    work->complete();
+    work.complete();
   finished_(blocking);
 }
 
@@ -128,9 +128,9 @@ std::exception_ptr P2PMatcher::size_mismatch(int src, const MessageHeader& h,
 void P2PMatcher::add_send(SendRequest request) {
   int dst = request.dst;
   if (channel_broken_[static_cast<size_t>(dst)]) {
-    complete(request.work, std::make_exception_ptr(CommError(
-                               describe(request) + ": the channel to rank " + std::to_string(dst) +
-                               " broke in an earlier failed send")));
+    complete(*request.work, std::make_exception_ptr(CommError(
+                                describe(request) + ": the channel to rank " + std::to_string(dst) +
+                                " broke in an earlier failed send")));
     return;
   }
   const bool beyond_ring = request.nbytes + sizeof(MessageHeader) > world_.ring_bytes();
@@ -153,9 +153,9 @@ void P2PMatcher::add_send(SendRequest request) {
 
 void P2PMatcher::add_recv(RecvRequest request) {
   if (source_broken_[static_cast<size_t>(request.src)]) {
-    complete(request.work, std::make_exception_ptr(CommError(
-                               describe(request) + ": the p2p stream from rank " +
-                               std::to_string(request.src) + " broke earlier (corrupt data)")));
+    complete(*request.work, std::make_exception_ptr(CommError(
+                                describe(request) + ": the p2p stream from rank " +
+                                std::to_string(request.src) + " broke earlier (corrupt data)")));
     return;
   }
   Recv recv{std::move(request), coarse_now()};
@@ -175,7 +175,7 @@ void P2PMatcher::add_recv(RecvRequest request) {
   posted_[static_cast<size_t>(recv.req.src)].push_back(std::move(recv));
 }
 
-bool P2PMatcher::send_at_once(SendRequest& r) {
+bool P2PMatcher::send_at_once(Work& work, SendRequest& r) {
   const int me = world_.rank();
   const auto dst = static_cast<size_t>(r.dst);
   const uint64_t size = world_.ring_bytes();
@@ -203,12 +203,12 @@ bool P2PMatcher::send_at_once(SendRequest& r) {
   ring_write(ring, size, head + sizeof(h), r.data, r.nbytes);
   head += wanted;
   ctl.head.store(head, std::memory_order_release);
-  complete(r.work, nullptr);
+  complete(work, nullptr);
   ring_(r.dst, Ring::kBytes);
   return true;
 }
 
-bool P2PMatcher::receive_at_once(RecvRequest& r) {
+bool P2PMatcher::receive_at_once(Work& work, RecvRequest& r) {
   const int me = world_.rank();
   const auto src = static_cast<size_t>(r.src);
   Incoming& in = incoming_[src];
@@ -232,7 +232,7 @@ bool P2PMatcher::receive_at_once(RecvRequest& r) {
   ring_read(ring, size, in.tail + sizeof(h), r.data, r.nbytes);
   in.tail += sizeof(h) + r.nbytes;
   ctl.tail.store(in.tail, std::memory_order_release);
-  complete(r.work, nullptr);
+  complete(work, nullptr);
   ring_(r.src, Ring::kBytes);  // the sender may be waiting for space
   return true;
 }
@@ -240,15 +240,15 @@ bool P2PMatcher::receive_at_once(RecvRequest& r) {
 void P2PMatcher::deliver_unexpected(Unexpected& u, Recv& r) {
   if (u.deferred) return deliver_pulled(u, r);
   if (!u.error.empty()) {
-    complete(r.req.work, std::make_exception_ptr(CommError(describe(r.req) + ": " + u.error)));
+    complete(*r.req.work, std::make_exception_ptr(CommError(describe(r.req) + ": " + u.error)));
     return;
   }
   if (u.header.nbytes != r.req.nbytes || u.header.dtype != static_cast<uint32_t>(r.req.dtype)) {
-    complete(r.req.work, size_mismatch(r.req.src, u.header, r.req));
+    complete(*r.req.work, size_mismatch(r.req.src, u.header, r.req));
     return;
   }
   if (u.header.nbytes > 0) std::memcpy(r.req.data, u.data.data(), u.header.nbytes);
-  complete(r.req.work, nullptr);
+  complete(*r.req.work, nullptr);
 }
 
 bool P2PMatcher::advance(Runner runner) {
@@ -331,7 +331,7 @@ bool P2PMatcher::advance_sends(int dst) {
     WorkPtr done = std::move(s.req.work);  // moved, not copied: no reference count update
     queue.pop_front();
     ctl.head.store(head, std::memory_order_release);
-    complete(done, nullptr);
+    complete(*done, nullptr);
   }
   if (moved) {
     ctl.head.store(head, std::memory_order_release);
@@ -357,7 +357,7 @@ void P2PMatcher::on_header(int src, const MessageHeader& h) {
     Recv r = std::move(*it);
     posted.erase(it);
     if (h.nbytes != r.req.nbytes || h.dtype != static_cast<uint32_t>(r.req.dtype)) {
-      complete(r.req.work, size_mismatch(src, h, r.req));  // payload is discarded
+      complete(*r.req.work, size_mismatch(src, h, r.req));  // payload is discarded
     } else {
       in.target = static_cast<uint8_t*>(r.req.data);
       in.recv = std::move(r);
@@ -410,7 +410,7 @@ bool P2PMatcher::valid_header(const MessageHeader& h, std::string* why) {
 void P2PMatcher::break_source(int src, const std::string& what) {
   source_broken_[static_cast<size_t>(src)] = true;
   auto fail = [&](const RecvRequest& r) {
-    complete(r.work, std::make_exception_ptr(CommError(describe(r) + ": " + what)));
+    complete(*r.work, std::make_exception_ptr(CommError(describe(r) + ": " + what)));
   };
   for (auto& r : posted_[static_cast<size_t>(src)]) fail(r.req);
   posted_[static_cast<size_t>(src)].clear();
@@ -448,7 +448,7 @@ bool P2PMatcher::take_whole_into_first_posted(int src, const MessageHeader& h, c
   ring_read(ring, world_.ring_bytes(), pos + sizeof(MessageHeader), r.req.data, h.nbytes);
   const WorkPtr work = std::move(r.req.work);
   posted.pop_front();
-  complete(work, nullptr);
+  complete(*work, nullptr);
   return true;
 }
 
@@ -544,7 +544,7 @@ bool P2PMatcher::advance_incoming(int src) {
     // Message complete.
     in.in_payload = false;
     if (in.recv) {
-      complete(in.recv->req.work, nullptr);
+      complete(*in.recv->req.work, nullptr);
       in.recv.reset();
     } else if (in.unexpected != nullptr && in.unexpected->claimant) {
       Unexpected* u = in.unexpected;
@@ -605,7 +605,7 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
                        "did not receive for", "(is it calling recv?)");
       if (err) {
         if (s.header_written) channel_broken_[static_cast<size_t>(peer)] = true;
-        for (auto& q : queue) complete(q.req.work, err);
+        for (auto& q : queue) complete(*q.req.work, err);
         queue.clear();
       }
     }
@@ -622,7 +622,7 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
         // must not read it.
         world_.ring_control(me, peer).pulls_cancelled.store(waiting.back().pull_seq,
                                                             std::memory_order_release);
-        for (auto& q : waiting) complete(q.req.work, err);
+        for (auto& q : waiting) complete(*q.req.work, err);
         waiting.clear();
       }
     }
@@ -647,7 +647,7 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
     auto& posted = posted_[static_cast<size_t>(peer)];
     for (auto it = posted.begin(); it != posted.end();) {
       if (auto err = stalled(*it)) {
-        complete(it->req.work, err);
+        complete(*it->req.work, err);
         it = posted.erase(it);
       } else {
         ++it;
@@ -656,7 +656,7 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
     Incoming& in = incoming_[static_cast<size_t>(peer)];
     if (in.recv) {
       if (auto err = stalled(*in.recv)) {
-        complete(in.recv->req.work, err);
+        complete(*in.recv->req.work, err);
         in.recv.reset();
         in.target = nullptr;  // discard the rest of this message
       }
@@ -664,7 +664,7 @@ void P2PMatcher::check_stalls(Clock::time_point now, bool check_liveness) {
     for (auto& u : unexpected_[static_cast<size_t>(peer)]) {
       if (u.claimant) {
         if (auto err = stalled(*u.claimant)) {
-          complete(u.claimant->req.work, err);
+          complete(*u.claimant->req.work, err);
           u.claimant.reset();
         }
       }

@@ -157,8 +157,10 @@ class P2PMatcher {
   // add_send / add_recv. What they skip (the queue entry, the deadline clock,
   // the matching loop) was a fifth of a small exchange's instructions (2 ranks,
   // batch_isend_irecv of 8 B: 3,626 -> 2,869 per call on rank 0; 0.75 -> 0.59 us).
-  bool send_at_once(SendRequest& request);
-  bool receive_at_once(RecvRequest& request);
+  // `work` is the request's Work, which the request itself does not hold yet
+  // (ShmEngine::submit_send): its caller does, until it ends.
+  bool send_at_once(Work& work, SendRequest& request);
+  bool receive_at_once(Work& work, RecvRequest& request);
   // Who runs a pass: a caller waiting in a blocking call for its Work, or the
   // progress thread while no caller waits. Only a caller gives a deferred message
   // from a rank it sends to a short grace, none if it waits for that very send
@@ -312,8 +314,10 @@ class P2PMatcher {
   // writer): read from here, not from the shared line the receiver polls.
   std::vector<uint64_t> sent_head_;
   std::vector<uint64_t> pulls_seen_;               // by source: pulled headers taken
-  std::vector<bool> channel_broken_;               // by destination
-  std::vector<bool> source_broken_;                // by source: its stream was corrupt
+  // Flags as bytes, not std::vector<bool>: every message tests one, and a bit's
+  // test is an index split into word and mask.
+  std::vector<uint8_t> channel_broken_;            // by destination
+  std::vector<uint8_t> source_broken_;             // by source: its stream was corrupt
   std::vector<PoolList<Recv>> posted_;             // by source
   std::vector<PoolList<Unexpected>> unexpected_;   // by source
   std::vector<Incoming> incoming_;                 // by source
@@ -377,7 +381,7 @@ class P2PMatcher {
                                     uint64_t pos, uint64_t avail);
   void on_header(int src, const MessageHeader& h);
   void deliver_unexpected(Unexpected& u, Recv& r);
-  void complete(const WorkPtr& work, std::exception_ptr error);
+  void complete(Work& work, std::exception_ptr error);
   static bool matches(const MessageHeader& h, const RecvRequest& r);
   std::exception_ptr size_mismatch(int src, const MessageHeader& h, const RecvRequest& r) const;
 };

@@ -110,7 +110,7 @@ void P2PMatcher::deliver_pulled(Unexpected& u, Recv& r) {
       error = std::make_exception_ptr(CommError(describe(r.req) + ": " + e.what()));
     }
   }
-  complete(r.req.work, error);
+  complete(*r.req.work, error);
 }
 
 void P2PMatcher::buffer_pulled(int src, Unexpected& u) {
@@ -176,7 +176,7 @@ bool P2PMatcher::complete_pulled(int dst) {
   while (!waiting.empty() && waiting.front().pull_seq <= done) {
     WorkPtr work = std::move(waiting.front().req.work);
     waiting.pop_front();
-    complete(work, nullptr);
+    complete(*work, nullptr);
     moved = true;
   }
   return moved;

@@ -145,8 +145,7 @@ void ShmBackend::all_to_all(const WorkPtr& w, const void* in, CountSpan send_cou
 void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
                       int tag) {
   w->set_driver(engine_);
-  SendRequest r;
-  r.work = w;
+  SendRequest r;  // its Work is w, given alongside (ShmEngine::submit_send)
   r.dst = group_->world_rank(peer);
   r.group_id = group_->config().group_id;
   r.tag = tag;
@@ -154,13 +153,12 @@ void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtyp
   r.nbytes = count * element_size(dtype);
   r.dtype = dtype;
   r.timeout_seconds = group_->timeout_seconds();
-  engine_->submit_send(std::move(r));
+  engine_->submit_send(w, std::move(r));
 }
 
 void ShmBackend::recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) {
   w->set_driver(engine_);
   RecvRequest r;
-  r.work = w;
   r.src = group_->world_rank(peer);
   r.group_id = group_->config().group_id;
   r.tag = tag;
@@ -168,7 +166,7 @@ void ShmBackend::recv(const WorkPtr& w, void* out, size_t count, DType dtype, in
   r.nbytes = count * element_size(dtype);
   r.dtype = dtype;
   r.timeout_seconds = group_->timeout_seconds();
-  engine_->submit_recv(std::move(r));
+  engine_->submit_recv(w, std::move(r));
 }
 
 void ShmBackend::drain() {

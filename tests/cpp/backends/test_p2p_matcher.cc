@@ -60,7 +60,7 @@ class SelfMatcher {
   bool send_at_once(const std::vector<int32_t>& values, int64_t tag) {
     sent_.push_back(values);
     SendRequest r = send_request(sent_.back(), tag);
-    if (!matcher_.send_at_once(r)) return false;
+    if (!matcher_.send_at_once(*r.work, r)) return false;
     EXPECT_TRUE(r.work->is_completed()) << "a send done at once is complete";
     return true;
   }
@@ -72,7 +72,7 @@ class SelfMatcher {
   AtOnce receive_at_once(size_t count, int64_t tag) {
     auto buffer = std::make_shared<std::vector<int32_t>>(count, -1);
     RecvRequest r = recv_request(*buffer, tag);
-    const bool taken = matcher_.receive_at_once(r);
+    const bool taken = matcher_.receive_at_once(*r.work, r);
     return {taken, buffer, r.work};
   }
 
