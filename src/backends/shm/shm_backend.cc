@@ -11,6 +11,8 @@ std::optional<DirectBuffers> ShmBackend::direct(const void* in, size_t in_bytes,
                                                 size_t out_bytes, size_t min_bytes) const {
   if (in_bytes < min_bytes) return std::nullopt;
   const SharedArena& arena = SharedArena::instance();
+  // No shared tensor exists: nothing to look up (every all_to_all asks, whatever its size).
+  if (!arena.in_use()) return std::nullopt;
   DirectBuffers b{in, arena.locate(in, in_bytes), out, ArenaRef{}};
   if (!b.in_ref.present) return std::nullopt;
   if (out != nullptr) {
