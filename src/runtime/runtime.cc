@@ -54,9 +54,14 @@ RuntimeState& runtime_state() {
   return *state;
 }
 
+namespace {
+// The world group's constant names (collie/group.h): every one names the world.
+constexpr std::string_view kWorldNames[] = {WORLD, HCCL_WORLD_COMM_GROUP, NCCL_WORLD_COMM_GROUP,
+                                            MCCL_WORLD_COMM_GROUP};
+}  // namespace
+
 bool is_world_name(std::string_view name) {
-  return name == WORLD || name == HCCL_WORLD_COMM_GROUP || name == NCCL_WORLD_COMM_GROUP ||
-         name == MCCL_WORLD_COMM_GROUP;
+  return std::find(std::begin(kWorldNames), std::end(kWorldNames), name) != std::end(kWorldNames);
 }
 
 std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op) {
@@ -89,8 +94,7 @@ std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op
   last.generation = generation;
   last.name.assign(group);
   last.constant = {};
-  for (std::string_view world :
-       {WORLD, HCCL_WORLD_COMM_GROUP, NCCL_WORLD_COMM_GROUP, MCCL_WORLD_COMM_GROUP}) {
+  for (std::string_view world : kWorldNames) {
     if (group.data() == world.data() && group.size() == world.size()) last.constant = world;
   }
   last.group = g;

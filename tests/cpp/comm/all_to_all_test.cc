@@ -311,6 +311,28 @@ TEST(AllToAll, SingleDefaultSplitUsesInputShape) {
   });
 }
 
+// The output has output_shape whether or not it shares the input's dims after
+// the first (the first kind reuses a layout kept per input and row count): calls
+// alternate between [2n, 3] (rows like the input's), [n, 6] and [6n] outputs of
+// one [2n, 3] input, each twice, so a kept layout is reused and must not leak
+// into a call of another shape.
+TEST(AllToAll, SingleOutputShapesOfOneInput) {
+  run_ranks(2, [](int rank) {
+    const int64_t n = 2;
+    Tensor x = make_tensor({2 * n, 3}, DType::Float32, [&](int64_t i) { return 100.0 * rank + i; });
+    // Rank r receives elements [6r, 6r+6) of each rank p's input, p in order.
+    auto expected = [&](int64_t i) { return 100.0 * (i / 6) + 6 * rank + i % 6; };
+    for (int round = 0; round < 2; ++round) {
+      for (const Shape& shape : {Shape{2 * n, 3}, Shape{n, 6}, Shape{6 * n}}) {
+        auto [y, h] = all_to_all_single_with_output_shape(shape, x);
+        check_tensor(y, DType::Float32, shape, expected,
+                     "output shape of rank " + std::to_string(shape.size()) + " round " +
+                         std::to_string(round));
+      }
+    }
+  });
+}
+
 // Nothing arrives at all: an empty result of shape (0, output_shape[1:]).
 TEST(AllToAll, SingleNothingReceived) {
   run_ranks(2, [](int) {
