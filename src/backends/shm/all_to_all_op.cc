@@ -403,8 +403,12 @@ class AllToAllOp final : public StepOp {
   // (whose steps are in their slots: a pulled piece does not fit a line).
   void pull_pieces(const std::vector<const uint8_t*>& slots) {
     const size_t n = slots.size();
-    for (size_t p = 0; p < n; ++p) {
-      if (p == me() || !pulled(recv_[p], on_huge_pages(p))) continue;
+    // Senders in turn from the next rank on, as DirectAllGather reads them: were
+    // every rank to read rank 0 first, they would queue on its page-table lock
+    // (direct_ops.h, "one process's pages").
+    for (size_t i = 1; i < n; ++i) {
+      const size_t p = (me() + i) % n;
+      if (!pulled(recv_[p], on_huge_pages(p))) continue;
       const size_t* sends = matrix() + p * 2 * n;
       const auto* words = reinterpret_cast<const uint64_t*>(slots[p]);
       uint64_t from = 0, sent = 0;  // elements before this rank's piece in p's input; all of it

@@ -129,21 +129,23 @@ class DirectOp : public StepOp {
     for (size_t at = 0; at < mine.len; at += piece) {
       const size_t len = std::min(piece, mine.len - at);
       const size_t off = (mine.begin + at) * esize_;
-      uint8_t* buffer = scratch.data();
-      for (size_t p = 0; p < n_; ++p) {
-        if (p == me_) {
-          srcs_[p] = ins_[p] + off;
-          continue;
-        }
+      // Peers in turn from the next rank on (as DirectAllGather reads them), so
+      // that the ranks read and write different processes' memory at any moment,
+      // not every rank rank 0's first; the reduction still takes the inputs in
+      // rank order (srcs_), so results do not change.
+      srcs_[me_] = ins_[me_] + off;
+      for (size_t i = 1; i < n_; ++i) {
+        const size_t p = (me_ + i) % n_;
+        uint8_t* buffer = scratch.data() + (i - 1) * piece_bytes;
         pull(buffer, p, ins_[p] + off, len * esize_, false);
         srcs_[p] = buffer;
-        buffer += piece_bytes;
       }
       uint8_t* result = own_out != nullptr ? own_out + off : result_buffer;
       reduce_n(result, reinterpret_cast<const void* const*>(srcs_.data()), static_cast<int>(n_),
                len, dtype_, op);
-      for (size_t p = 0; p < n_; ++p) {
-        if (p != me_ && (to == kAll || to == p)) push(p, outs_[p] + off, result, len * esize_);
+      for (size_t i = 1; i < n_; ++i) {
+        const size_t p = (me_ + i) % n_;
+        if (to == kAll || to == p) push(p, outs_[p] + off, result, len * esize_);
       }
     }
   }

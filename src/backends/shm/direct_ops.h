@@ -89,6 +89,25 @@ inline constexpr size_t kNoLimit = ~size_t{0};
 inline constexpr size_t kCmaBroadcastMinBytesOversubscribed = 2u << 20;
 inline constexpr size_t kCmaBroadcastMaxBytesOversubscribed = 32u << 20;
 
+// One process's pages, read by many ranks at once. On a 16-core Intel Xeon
+// (private tensors on 4 KiB pages; twenty-ninth session, docs/performance.md),
+// a broadcast read with CMA took time in proportion to its readers, ~0.44 us per
+// page and reader, as if they queued on one lock (the kernel pins each 4 KiB
+// page it copies under the owner's page-table lock, one per 2 MiB of address
+// space): 1 MiB 324 us at 4 ranks, 820 at 8, 1,724 at 16 (OpenMPI 601); 16 KiB
+// 8.8, 19 and 41 us. The root's 4 MiB on huge pages (a lock and a pin per 2 MiB)
+// took 330, 359 and 544 us. So:
+//   - ops that read many peers take them in turn from the next rank on
+//     (all_gather, all_to_all's pulled pieces, the CMA reductions' reads and
+//     writes), never every rank the same peer first;
+//   - broadcast and scatter, whose non-roots all read the root, read it with CMA
+//     on any pages only with at most kCmaMaxReadersOfOneProcess non-roots (4
+//     ranks: 1.31-1.54x OpenMPI from 16 KiB to 1 MiB); with more, only where the
+//     root's input (from kCmaIfRootOnHugePagesMinBytes) lies on huge pages
+//     (cma_if_huge_pages.h), and otherwise they stage.
+inline constexpr int kCmaMaxReadersOfOneProcess = 3;
+inline constexpr size_t kCmaIfRootOnHugePagesMinBytes = 2u << 20;
+
 // Reductions on private tensors take CMA only where the group prefers single
 // copies (copy_path.h), from these sizes per rank: all_reduce up to
 // kCmaAllReduceMaxBytes, reduce at any size above.

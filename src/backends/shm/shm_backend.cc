@@ -77,15 +77,15 @@ void ShmBackend::broadcast(const WorkPtr& w, const void* in, void* out, size_t c
                            int root) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes);
-  if (!b) b = cma(in, bytes, out, kCmaMinBytesSingleCopy, kNoLimit);
-  if (!b && group_->cma() && group_->prefers_single_copy() &&
+  if (!b && few_readers_of_root()) b = cma(in, bytes, out, kCmaMinBytesSingleCopy, kNoLimit);
+  if (!b && group_->cma() && !group_->cma_for_collectives() && group_->prefers_single_copy() &&
       bytes >= kCmaBroadcastMinBytesOversubscribed && bytes < kCmaBroadcastMaxBytesOversubscribed) {
     b = cma_buffers(in, out);  // also with more ranks than CPUs (direct_ops.h)
   }
   if (b) {
     return engine_->submit(group_.get(), make_direct_broadcast(call(w), *b, count, dtype, root));
   }
-  if (cma_if_root_on_huge_pages(bytes)) {
+  if (cma_if_root_on_huge_pages(bytes, bytes)) {
     return engine_->submit(group_.get(),
                            make_cma_if_root_on_huge_pages(
                                call(w), in, bytes, root, [=](const CollectiveCall& c, bool cma) {
@@ -112,11 +112,11 @@ void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
                          int root) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes * group_size(), out, bytes);
-  if (!b) b = cma(in, bytes, out);
+  if (!b && few_readers_of_root()) b = cma(in, bytes, out);
   if (b) {
     return engine_->submit(group_.get(), make_direct_scatter(call(w), *b, count, dtype, root));
   }
-  if (cma_if_root_on_huge_pages(bytes)) {
+  if (cma_if_root_on_huge_pages(bytes, bytes * group_size())) {
     return engine_->submit(
         group_.get(),
         make_cma_if_root_on_huge_pages(

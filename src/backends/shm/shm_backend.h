@@ -69,10 +69,18 @@ class ShmBackend final : public Backend {
   // Whether a broadcast or scatter of `bytes` per rank, too large for cma() on a
   // group that stages, reads the root's input with CMA if it lies on huge pages
   // (cma_if_huge_pages.h).
-  bool cma_if_root_on_huge_pages(size_t bytes) const {
-    return group_->size() > 1 && group_->cma_for_collectives() && !group_->prefers_single_copy() &&
-           bytes >= kCmaMaxBytes;
+  // `root_input_bytes`: all of the root's input (scatter: every rank's piece).
+  // With more non-roots than kCmaMaxReadersOfOneProcess, from
+  // kCmaIfRootOnHugePagesMinBytes of it whatever the copy path (direct_ops.h,
+  // "one process's pages").
+  bool cma_if_root_on_huge_pages(size_t bytes, size_t root_input_bytes) const {
+    if (group_->size() <= 1 || !group_->cma_for_collectives()) return false;
+    if (!few_readers_of_root()) return root_input_bytes >= kCmaIfRootOnHugePagesMinBytes;
+    return !group_->prefers_single_copy() && bytes >= kCmaMaxBytes;
   }
+  // Whether broadcast and scatter, whose non-roots all read the root's input, may
+  // read it with CMA wherever it lies (direct_ops.h, "one process's pages").
+  bool few_readers_of_root() const { return group_->size() - 1 <= kCmaMaxReadersOfOneProcess; }
   // Private buffers for a reduction through CMA (direct_ops.h): where the group
   // prefers single copies and agreed on CMA, from `min_bytes` per rank up to
   // `max_bytes`, unless COLLIE_ALLREDUCE_ALGO forces a staged algorithm.

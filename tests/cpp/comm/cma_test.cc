@@ -583,6 +583,111 @@ TEST(CmaStagedRooted, NonRootsReadTheRootsInputOnlyFromHugePages) {
       o);
 }
 
+// With more than 3 non-roots, broadcast and scatter read the root's input with
+// CMA only where it lies on huge pages, from 2 MiB of it, and otherwise stage
+// (direct_ops.h, "one process's pages"): at 5 ranks, calls of 64 KiB read
+// nothing through CMA, and calls of 2 MiB and more read every non-root's share
+// exactly when the root's input lay on huge pages (as the root says); at 4 ranks
+// the 64 KiB calls still read with CMA. Both copy paths; every element is
+// checked on every rank. COLLIE_CMA=always: 4 and 5 ranks on fewer CPUs would
+// stage anyway.
+class CmaManyReaders : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CmaManyReaders, NonRootsReadTheRootsInputOnlyFromHugePagesOrWhenFew) {
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", GetParam()}, {"COLLIE_CMA", "always"}};
+  const DType dt = DType::Float32;
+  for (int n : {4, 5}) {
+    run_ranks(
+        n,
+        [n, dt](int rank) {
+          // Reads through CMA by this rank during call(), checked against `expected`.
+          auto reads = [&](const std::string& what, uint64_t expected,
+                           const std::function<void()>& call) {
+            const uint64_t before = collie::detail::cma_bytes_read();
+            call();
+            RCHECK_EQ(collie::detail::cma_bytes_read() - before, expected)
+                << what << ", " << n << " ranks, rank " << rank;
+          };
+          const bool few = n <= 4;
+          for (int root : {0, n - 1}) {
+            const bool reader = rank != root;
+            // 64 KiB: CMA on any pages only with few non-roots.
+            const int64_t small = (64 << 10) / 4;
+            const uint64_t small_share = reader && few && cma_works_here() ? 64u << 10 : 0;
+            Tensor x =
+                make_tensor({small}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+            reads("broadcast of 64 KiB", small_share, [&] {
+              check_tensor(
+                  broadcast(x, root), dt, {small},
+                  [&](int64_t i) { return pattern_value(dt, root, i); }, "broadcast of 64 KiB");
+            });
+            Tensor xs =
+                make_tensor({small * n}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+            reads("scatter of 64 KiB a rank", small_share, [&] {
+              check_tensor(
+                  scatter_tensor(xs, root), dt, {small},
+                  [&](int64_t i) { return pattern_value(dt, root, rank * small + i); },
+                  "scatter of 64 KiB a rank");
+            });
+            if (few) continue;
+            // 2 MiB and more of root input: CMA where it lies on huge pages.
+            const int64_t count = (2 << 20) / 4 + 16;  // broadcast; scatter: a rank's piece / 4
+            const size_t bytes = static_cast<size_t>(count) * 4;
+            for (bool huge : {true, false}) {
+              const std::string what =
+                  std::string(huge ? "huge" : "4 KiB") + " pages, root " + std::to_string(root);
+              AdvisedMapping region(bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+              auto root_input = [&](int64_t elems, int key) {
+                Tensor input = Tensor::zeros({elems}, dt);
+                if (rank == root) {
+                  input = Tensor::from_blob(region.data(), {elems}, dt);
+                  input.copy_from(make_tensor(
+                      {elems}, dt, [&](int64_t i) { return pattern_value(dt, key, i); }));
+                }
+                return input;
+              };
+              // The root's answer, which every rank must follow.
+              auto root_on_huge = [&](const Tensor& input) {
+                const bool mine =
+                    rank == root && collie::detail::lies_on_huge_pages(
+                                        input.data_ptr(), static_cast<size_t>(input.nbytes()));
+                const bool answer =
+                    all_reduce(Tensor::full({1}, mine ? 1 : 0), ReduceOp::MAX).first.item(0) == 1;
+                if (!huge) RCHECK(!answer) << what;
+                return answer && cma_works_here();
+              };
+              Tensor b = root_input(count, 30 + root);
+              const bool b_cma = root_on_huge(b);
+              reads("broadcast of 2 MiB, " + what, reader && b_cma ? bytes : 0, [&] {
+                check_tensor(
+                    broadcast(b, root), dt, {count},
+                    [&](int64_t i) { return pattern_value(dt, 30 + root, i); },
+                    "broadcast of 2 MiB, " + what);
+              });
+              // The whole region again: every rank's piece of count / n elements (and a rest).
+              const int64_t piece = count / n;
+              Tensor s = root_input(piece * n, 40 + root);
+              const bool s_cma = root_on_huge(s);
+              reads("scatter of 2 MiB, " + what,
+                    reader && s_cma ? static_cast<uint64_t>(piece) * 4 : 0, [&] {
+                      check_tensor(
+                          scatter_tensor(s, root), dt, {piece},
+                          [&](int64_t i) { return pattern_value(dt, 40 + root, rank * piece + i); },
+                          "scatter of 2 MiB, " + what);
+                    });
+            }
+          }
+        },
+        o);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Settings, CmaManyReaders, ::testing::Values("single", "staged"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
 INSTANTIATE_TEST_SUITE_P(HugePages, CmaStagedAllToAll, ::testing::Values("1", "0"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param == "1" ? std::string("huge_pages")
