@@ -87,7 +87,8 @@ void split_counts(const std::vector<int64_t>& given, int64_t rows, int64_t row,
 
 // all_to_all_single's output. It usually differs from the (contiguous) input in
 // its rows alone: then it takes the layout Tensor::uninitialized_rows_like keeps
-// per thread instead of looking output_shape up (2 ranks, 8 B: ~70 instructions).
+// per thread instead of looking output_shape up (2 ranks, 8 B: 2,769 -> 2,739
+// instructions a call).
 Tensor new_all_to_all_output(const Tensor& in, const Shape& output_shape) {
   const Shape& shape = in.shape();
   if (output_shape.size() == shape.size() &&

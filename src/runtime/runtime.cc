@@ -55,7 +55,7 @@ RuntimeState& runtime_state() {
 }
 
 namespace {
-// The world group's constant names (collie/group.h): every one names the world.
+// The world group's constant names (collie/runtime.h): every one names the world.
 constexpr std::string_view kWorldNames[] = {WORLD, HCCL_WORLD_COMM_GROUP, NCCL_WORLD_COMM_GROUP,
                                             MCCL_WORLD_COMM_GROUP};
 }  // namespace

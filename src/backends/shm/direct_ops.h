@@ -90,7 +90,7 @@ inline constexpr size_t kCmaBroadcastMinBytesOversubscribed = 2u << 20;
 inline constexpr size_t kCmaBroadcastMaxBytesOversubscribed = 32u << 20;
 
 // One process's pages, read by many ranks at once. On a 16-core Intel Xeon
-// (private tensors on 4 KiB pages; twenty-ninth session, docs/performance.md),
+// (private tensors on 4 KiB pages; thirtieth session, docs/performance.md),
 // a broadcast read with CMA took time in proportion to its readers, ~0.44 us per
 // page and reader, as if they queued on one lock (the kernel pins each 4 KiB
 // page it copies under the owner's page-table lock, one per 2 MiB of address
