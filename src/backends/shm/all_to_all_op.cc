@@ -34,7 +34,9 @@
 //     where it prefers single copies (copy_path.h) larger ones on any pages
 //     (Intel Xeon, 2 ranks, 4 MiB: 437 -> 388 us, OpenMPI 358-393) and from
 //     kCmaPairMinSingleCopy (16 KiB pieces: 3.6 -> 2.5 us, the same with inputs
-//     written just before the call; 8 KiB: 2.3 -> 2.0 us, but 2.4 -> 2.9 so);
+//     written just before the call; 8 KiB: 2.3 -> 2.0 us, but 2.4 -> 2.9 so),
+//     from kHybridSingleCopyMinBytes where it is hybrid (AMD Zen 5, 2 ranks:
+//     32 KiB pieces 6.0 us with CMA against 3.2 staged);
 //     with more ranks than CPUs (where collectives otherwise stage: shm_group.h)
 //     pieces from kCmaPairMinOversubscribed, which take several staged steps,
 //     each waiting for every rank to be scheduled (4 ranks on 2 cores, 2 MiB
@@ -43,7 +45,7 @@
 //     kCmaPairMinOversubscribedSingleCopy (Intel Xeon, 4 ranks on 2 cores, best
 //     of three rounds in each of three sweeps: 128 KiB pieces 89-99 -> 69-75 us,
 //     OpenMPI 55-61; 256 KiB 263-275 -> 231-251 us; 64 KiB pieces 30 -> 32 us,
-//     so not from there);
+//     so not from there), but not where it is hybrid (copy_path.h);
 //   - when every rank's input is in the shared arena (`shared_input`), pieces of
 //     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
 //     shared tensors stay a single step.
@@ -251,12 +253,14 @@ class AllToAllOp final : public StepOp {
   static constexpr size_t kNoLimit = ~size_t{0};
 
   // Which pieces are read with CMA (above), where the group agreed on CMA.
+  // Hybrid groups with more ranks than CPUs read as staged ones do (copy_path.h).
   static size_t cma_pair_min(const ShmGroup& g) {
     if (!g.cma_for_collectives()) {
-      return g.prefers_single_copy() ? kCmaPairMinOversubscribedSingleCopy
-                                     : kCmaPairMinOversubscribed;
+      return g.copy_path() == CopyPath::kSingleCopy ? kCmaPairMinOversubscribedSingleCopy
+                                                    : kCmaPairMinOversubscribed;
     }
-    return g.prefers_single_copy() ? kCmaPairMinSingleCopy : kCmaPairMin;
+    if (!g.prefers_single_copy()) return kCmaPairMin;
+    return std::max(kCmaPairMinSingleCopy, g.single_copy_min_bytes());
   }
   static size_t cma_pair_max(const ShmGroup& g) {
     return !g.cma_for_collectives() || g.prefers_single_copy() ? kNoLimit : kCmaPairMax;

@@ -308,7 +308,10 @@ bool use_two_shot(const ShmGroup& g, size_t bytes) {
   const AllReduceAlgo forced = forced_all_reduce_algo();
   if (g.size() <= 1 || forced == AllReduceAlgo::kOneShot) return false;
   if (forced == AllReduceAlgo::kTwoShot) return true;
-  if (g.prefers_single_copy()) return bytes >= (g.size() == 2 ? (8u << 10) : (16u << 10));
+  if (g.prefers_single_copy()) {
+    return bytes >=
+           std::max<size_t>(g.size() == 2 ? (8u << 10) : (16u << 10), g.single_copy_min_bytes());
+  }
   return bytes >= (g.size() == 2 ? (128u << 10) : (256u << 10));
 }
 

@@ -29,22 +29,38 @@ std::string cpu_vendor() {
 #endif
 }
 
+// The CPU's family from CPUID leaf 1 (the base family, plus the extended family
+// where the base is 0xF), 0 off x86.
+unsigned cpu_family() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  const unsigned base = (eax >> 8) & 0xF;
+  return base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
+#else
+  return 0;
+#endif
+}
+
 CopyPath read_preference() {
   const char* v = std::getenv("COLLIE_COPY_PATH");
   const std::string choice = v != nullptr ? v : "";
   if (choice == "single") return CopyPath::kSingleCopy;
+  if (choice == "hybrid") return CopyPath::kHybrid;
   if (choice == "staged") return CopyPath::kStaged;
   if (!choice.empty() && choice != "auto") {
     throw ValueError("environment variable COLLIE_COPY_PATH='" + choice +
-                     "' is not auto, single or staged");
+                     "' is not auto, single, hybrid or staged");
   }
-  return copy_path_for_vendor(cpu_vendor());
+  return copy_path_for_cpu(cpu_vendor(), cpu_family());
 }
 
 }  // namespace
 
-CopyPath copy_path_for_vendor(std::string_view vendor) {
-  return vendor == "GenuineIntel" ? CopyPath::kSingleCopy : CopyPath::kStaged;
+CopyPath copy_path_for_cpu(std::string_view vendor, unsigned family) {
+  if (vendor == "GenuineIntel") return CopyPath::kSingleCopy;
+  if (vendor == "AuthenticAMD" && family >= 0x1A) return CopyPath::kHybrid;
+  return CopyPath::kStaged;
 }
 
 CopyPath copy_path_preference() {

@@ -17,27 +17,48 @@
 //     wins by a third (its cost is pinning pages, 4 KiB at a time), so staged
 //     groups read large p2p messages and all_to_all pieces with CMA when the
 //     sender's data lies on huge pages (huge_page_probe.h).
-// So the engine keeps staging by default and prefers single copy where the CPU
-// is one of the first kind (detected by vendor: Intel). A group prefers single
-// copy only if every member does (agreed at its rendezvous, with CMA), so all
-// ranks choose alike. COLLIE_COPY_PATH=single|staged overrides the detection
-// (auto: detect).
+//   - AMD EPYC VM (Zen 5, family 1Ah, thirty-first session): one copy wins from
+//     about 128 KiB on any pages (2 ranks, all_reduce of 2 MiB: 243 us staged,
+//     104 with CMA, OpenMPI 216; all_gather of 16 MiB 969 against 519), but a
+//     process_vm_readv costs some 3.5 us more than on Intel, so below 128 KiB
+//     the slots win (all_gather of 16 KiB: 1.7 against 5.1 us). Such CPUs are
+//     hybrid: single copy from kHybridSingleCopyMinBytes per transfer, the
+//     staged thresholds below it.
+// So the engine stages by default, prefers single copies where the CPU is of
+// the first kind (detected by vendor: Intel), and is hybrid on AMD family 1Ah
+// and later. A group takes the most cautious preference of its members (agreed
+// at its rendezvous, with CMA), so all ranks choose alike.
+// COLLIE_COPY_PATH=single|hybrid|staged overrides the detection (auto: detect).
 //
 //   if (copy_path_preference() == CopyPath::kSingleCopy) { ... }
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 namespace collie::detail {
 
-enum class CopyPath { kStaged, kSingleCopy };
+// In order of caution: a group whose members differ takes the lowest.
+enum class CopyPath { kStaged, kHybrid, kSingleCopy };
 
-// What this process prefers: COLLIE_COPY_PATH, or the CPU's vendor. Read once.
-// ValueError for a COLLIE_COPY_PATH that is not auto, single or staged.
+// Where a group is hybrid, no transfer smaller than this (bytes per rank, per
+// message or per all_to_all piece) takes a single-copy rule; larger ones follow
+// the kSingleCopy rules. With more ranks than CPUs, where a read waits for its
+// owner to be scheduled, hybrid groups pull p2p messages and read all_to_all
+// pieces as staged ones do (AMD Zen 5, 4 ranks on 2 cores: send_recv of 256 KiB
+// 43-50 us pulled from 128 KiB, 18-21 streamed; all_to_all of 2 MiB, 512 KiB
+// pieces, 205-231 us staged, 148-161 read with CMA) and broadcast as single
+// ones (2-8 MiB, one read per non-root: 119-563 against 221-1039 us).
+inline constexpr size_t kHybridSingleCopyMinBytes = 128u << 10;
+
+// What this process prefers: COLLIE_COPY_PATH, or the CPU. Read once.
+// ValueError for a COLLIE_COPY_PATH that is not auto, single, hybrid or staged.
 CopyPath copy_path_preference();
 
 // The preference of a CPU whose CPUID vendor string is `vendor`
-// ("GenuineIntel", "AuthenticAMD", ...; "" when unknown).
-CopyPath copy_path_for_vendor(std::string_view vendor);
+// ("GenuineIntel", "AuthenticAMD", ...; "" when unknown) and whose family
+// (base plus extended, as the vendors number them: Zen 4 is 0x19, Zen 5 0x1A;
+// 0 when unknown) is `family`.
+CopyPath copy_path_for_cpu(std::string_view vendor, unsigned family);
 
 }  // namespace collie::detail

@@ -41,7 +41,8 @@ struct SegmentHeader {
   uint64_t cma_probe = 0;  // address of the owner's CMA probe word (cma.h)
   alignas(64) std::atomic<uint32_t> attached{0};  // owner has mapped every peer
   // The owner's CMA verdict: 0 not yet, 1 it read every peer's probe, 2 it could not,
-  // 3 it read them and its CPU prefers single copies (copy_path.h).
+  // 3 it read them and its CPU prefers single copies, 4 it read them and its CPU
+  // is hybrid (copy_path.h).
   std::atomic<uint32_t> cma_verdict{0};
   alignas(64) Doorbell doorbell;                  // world segment: the process's doorbell
 };

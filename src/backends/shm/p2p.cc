@@ -62,7 +62,13 @@ P2PMatcher::PullRule pull_rule(const ShmGroup& world) {
     throw ValueError("environment variable COLLIE_P2P_PULL='" + policy +
                      "' is not auto, always or never");
   }
-  if (world.prefers_single_copy()) return Rule{true, from_bytes, false, arena_from_bytes};
+  // Hybrid worlds with more ranks than CPUs pull as staged ones do (copy_path.h).
+  const bool single_rule = world.copy_path() == CopyPath::kSingleCopy ||
+                           (world.copy_path() == CopyPath::kHybrid && !oversubscribed);
+  if (single_rule) {
+    return Rule{true, std::max<uint64_t>(from_bytes, world.single_copy_min_bytes()), false,
+                arena_from_bytes};
+  }
   return Rule{oversubscribed, kNever, /*beyond_ring_on_huge_pages=*/true, arena_from_bytes};
 }
 

@@ -4,6 +4,7 @@
 // send/receive request for the engine's p2p matcher, and returns at once.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -59,7 +60,8 @@ class ShmBackend final : public Backend {
                                    size_t min_single_copy = kCmaMinBytesSingleCopy,
                                    size_t max_single_copy = kCmaMaxBytesSingleCopy) const {
     const bool single = group_->prefers_single_copy();
-    const size_t min_bytes = single ? min_single_copy : kCmaMinBytes;
+    const size_t min_bytes =
+        single ? std::max(min_single_copy, group_->single_copy_min_bytes()) : kCmaMinBytes;
     const size_t max_bytes = single ? max_single_copy : kCmaMaxBytes;
     if (!group_->cma_for_collectives() || bytes < min_bytes || bytes >= max_bytes) {
       return std::nullopt;
@@ -87,7 +89,7 @@ class ShmBackend final : public Backend {
   std::optional<DirectBuffers> cma_reduction(const void* in, size_t bytes, void* out,
                                              size_t min_bytes, size_t max_bytes) const {
     if (!group_->prefers_single_copy() || !group_->cma_for_collectives() || bytes < min_bytes ||
-        bytes >= max_bytes || all_reduce_algo_forced()) {
+        bytes < group_->single_copy_min_bytes() || bytes >= max_bytes || all_reduce_algo_forced()) {
       return std::nullopt;
     }
     return cma_buffers(in, out);

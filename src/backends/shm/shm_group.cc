@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backends/shm/cma.h"
@@ -153,20 +154,28 @@ void ShmGroup::agree_on_cma() {
   for (int g = 0; g < size() && ok; ++g) {
     if (g != rank()) ok = cma_probe(header(g).pid, header(g).cma_probe);
   }
-  const bool single = copy_path_preference() == CopyPath::kSingleCopy;
-  header(rank()).cma_verdict.store(!ok ? 2 : single ? 3 : 1, std::memory_order_release);
+  const CopyPath mine = copy_path_preference();
+  const uint32_t verdict = !ok                             ? 2
+                           : mine == CopyPath::kSingleCopy ? 3
+                           : mine == CopyPath::kHybrid     ? 4
+                                                           : 1;
+  header(rank()).cma_verdict.store(verdict, std::memory_order_release);
   wait_for_join_stage(
       config_, "joining",
       [&](int g) { return header(g).cma_verdict.load(std::memory_order_acquire) != 0; },
       [&](int g) { return !process_alive(header(g).pid); });
   cma_ = true;
-  prefers_single_copy_ = true;
+  CopyPath agreed = CopyPath::kSingleCopy;  // the most cautious member's
   for (int g = 0; g < size(); ++g) {
-    const uint32_t verdict = header(g).cma_verdict.load(std::memory_order_acquire);
-    cma_ = cma_ && verdict != 2;
-    prefers_single_copy_ = prefers_single_copy_ && verdict == 3;
+    const uint32_t v = header(g).cma_verdict.load(std::memory_order_acquire);
+    cma_ = cma_ && v != 2;
+    const CopyPath theirs = v == 3   ? CopyPath::kSingleCopy
+                            : v == 4 ? CopyPath::kHybrid
+                                     : CopyPath::kStaged;
+    agreed = std::min(agreed, theirs);
   }
-  prefers_single_copy_ = prefers_single_copy_ && cma_;
+  if (!cma_) agreed = CopyPath::kStaged;
+  copy_path_ = agreed;
 }
 
 }  // namespace collie::detail

@@ -312,9 +312,10 @@ TEST_P(CmaPath, PrivateMidSizedCallsUseCmaWhereTheSystemAllowsIt) {
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaPath, ::testing::Values(2, 3), world_size_name);
 
 // Calls of 9 MiB per rank take CMA only where the group prefers single copies
-// (COLLIE_COPY_PATH=single, or an Intel CPU; copy_path.h), the slots' streaming
-// stores elsewhere; a rank preferring staging makes the whole group stage, so
-// the ranks still agree. Shown as above, by a mismatch that names each path.
+// (COLLIE_COPY_PATH=single or hybrid, or an Intel or AMD Zen 5 CPU;
+// copy_path.h), the slots' streaming stores elsewhere; a rank preferring staging
+// makes the whole group stage, a hybrid rank makes it hybrid, so the ranks still
+// agree. Shown as above, by a mismatch that names each path.
 class CmaCopyPath : public ::testing::TestWithParam<std::string> {};
 
 // Runs `body(rank)` on 3 ranks between init() and release(), with
@@ -337,7 +338,7 @@ void run_with_copy_path(const std::string& setting, const std::function<void(int
 
 TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();  // rank 2's COLLIE_COPY_PATH; the others' is single
-  const bool expected = cma_works_here() && setting == "single";
+  const bool expected = cma_works_here() && setting != "staged";
   run_with_copy_path(setting,
                      [&](int rank) { check_all_gather_path(rank, 3, (9 << 20) / 4, expected); });
 }
@@ -346,7 +347,7 @@ TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) 
 // from 16 KiB, the other data movers below 32 MiB per rank (direct_ops.h).
 TEST_P(CmaCopyPath, BroadcastReadsWithCmaAtAnySizeWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
-  const bool single = cma_works_here() && setting == "single";
+  const bool single = cma_works_here() && setting != "staged";
   run_with_copy_path(setting, [&](int rank) {
     // Each call fails its group (check_path), so each gets one of its own.
     create_group("large_broadcast", {0, 1, 2});
@@ -386,12 +387,23 @@ TEST(CmaOversubscribed, LargeBroadcastsReadWithCmaWhateverTheCpuCount) {
 }
 
 // From 16 KiB per rank (all_gather 8 KiB) where the group prefers single
-// copies, from 64 KiB elsewhere (direct_ops.h). Below 16 KiB a shared tensor
-// takes the path a private one does, so there a dtype mismatch shows it.
+// copies, from 64 KiB elsewhere (direct_ops.h), from 128 KiB where a member is
+// hybrid (copy_path.h). Below 16 KiB a shared tensor takes the path a private
+// one does, so there a dtype mismatch shows it.
 TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
   const bool single = cma_works_here() && setting == "single";
+  const bool at_128k = cma_works_here();  // every setting's range holds 128 KiB
+  const bool from_64k = cma_works_here() && setting != "hybrid";
   run_with_copy_path(setting, [&](int rank) {
+    create_group("at128k", {0, 1, 2});
+    check_path(
+        rank, 3, (128 << 10) / 4, "all_gather_into_tensor",
+        [](const Tensor& x) { all_gather_into_tensor(x, "at128k"); }, at_128k);
+    create_group("at64k", {0, 1, 2});
+    check_path(
+        rank, 3, (64 << 10) / 4, "broadcast", [](const Tensor& x) { broadcast(x, 0, "at64k"); },
+        from_64k);
     create_group("at16k", {0, 1, 2});
     check_path(
         rank, 3, (16 << 10) / 4, "broadcast", [](const Tensor& x) { broadcast(x, 0, "at16k"); },
@@ -426,9 +438,11 @@ TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingle
 
 // The reductions take CMA only where the group prefers single copies, and then
 // only in their ranges (direct_ops.h): all_reduce from 128 KiB to below 64
-// MiB, reduce from 32 KiB up. Each call fails its group, so each gets a new one.
+// MiB, reduce from 32 KiB up (from 128 KiB where a member is hybrid,
+// copy_path.h). Each call fails its group, so each gets a new one.
 TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
+  const bool large = cma_works_here() && setting != "staged";
   const bool single = cma_works_here() && setting == "single";
   run_with_copy_path(setting, [&](int rank) {
     struct Case {
@@ -437,10 +451,11 @@ TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
       bool cma;
     };
     // all_reduce from 128 KiB to below 64 MiB per rank, reduce from 32 KiB up.
-    const Case cases[] = {{1 << 20, true, single},         {64 << 10, true, false},
-                          {17 << 20, true, single},        {64 << 20, true, false},
-                          {32 << 10, false, single},       {(32 << 10) - 64, false, false},
-                          {(64 << 20) + 64, false, single}};
+    const Case cases[] = {{1 << 20, true, large},         {64 << 10, true, false},
+                          {17 << 20, true, large},        {64 << 20, true, false},
+                          {32 << 10, false, single},      {(32 << 10) - 64, false, false},
+                          {128 << 10, false, large},      {(128 << 10) - 64, false, single},
+                          {(64 << 20) + 64, false, large}};
     int made = 0;
     for (const Case& c : cases) {
       const std::string group = "case" + std::to_string(made++);
@@ -694,7 +709,7 @@ INSTANTIATE_TEST_SUITE_P(HugePages, CmaStagedAllToAll, ::testing::Values("1", "0
                                                     : std::string("small_pages");
                          });
 
-INSTANTIATE_TEST_SUITE_P(Settings, CmaCopyPath, ::testing::Values("single", "staged"),
+INSTANTIATE_TEST_SUITE_P(Settings, CmaCopyPath, ::testing::Values("single", "hybrid", "staged"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
