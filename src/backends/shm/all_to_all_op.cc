@@ -178,7 +178,7 @@ class AllToAllOp final : public StepOp {
     } else if (cma_) {
       set_variant(3);
     }
-    stream_output_ = received * esize_ >= kStreamingOutputBytes;
+    stream_output_ = received * esize_ >= kStreamingGatheredOutputBytes;
     compact_width_ = CompactStep::compact_width(n, largest, for_peers * esize_);
     if (compact_width_ == 0) {
       // Counts in the line, pieces in the slot: only when no peer reads a piece

@@ -291,7 +291,7 @@ class DirectAllGather final : public SymmetricOp {
  protected:
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
-    const bool stream = out_elems_ * esize_ >= kStreamingOutputBytes;
+    const bool stream = out_elems_ * esize_ >= kStreamingGatheredOutputBytes;
     // Each rank starts with the next rank's piece, so with N > 2 the ranks read
     // different sources at any moment instead of all reading rank 0 first.
     for (size_t i = 1; i <= n_; ++i) {

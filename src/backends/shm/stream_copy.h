@@ -16,4 +16,14 @@ void stream_copy(void* dst, const void* src, size_t n);
 // Outputs at least this large use stream_copy.
 inline constexpr size_t kStreamingOutputBytes = 8u << 20;
 
+// all_gather's and all_to_all's outputs, assembled from every rank's piece,
+// from this size. Below it the output, with the input beside it, still stays in
+// the cache from one call to the next, and streaming it out makes the next
+// call's writes miss (AMD EPYC Zen 5 VM, 32 MiB L3, 2 ranks reading with CMA:
+// all_gather of 8.7 MiB 199-223 us plain, 326-330 streamed, 12.4 MiB 474
+// against 502; all_to_all of 8 MiB 169-191 against 223-250, 11.8 MiB even);
+// from about 14 MiB streaming wins (all_gather 14.7 MiB 658 against 713 us,
+// 16 MiB 792-800 against 917-977; all_to_all 16.7 MiB 496-502 against 511-560).
+inline constexpr size_t kStreamingGatheredOutputBytes = 16u << 20;
+
 }  // namespace collie::detail
