@@ -89,6 +89,19 @@ inline constexpr size_t kNoLimit = ~size_t{0};
 inline constexpr size_t kCmaBroadcastMinBytesOversubscribed = 2u << 20;
 inline constexpr size_t kCmaBroadcastMaxBytesOversubscribed = 32u << 20;
 
+// Where such a group is hybrid (copy_path.h), all_reduce and all_gather from
+// kCmaOversubscribedHybridMinBytes per rank, and reduce from
+// kCmaReduceOversubscribedHybridMinBytes, read with CMA too, up to the limits
+// they have where every rank has a CPU. AMD Zen 5 VM, 4 ranks on 2 cores, best
+// of three rounds (µs, staged -> CMA): all_reduce 1 MiB 176 -> 268, 2 MiB 369
+// -> 287, 8 MiB 1,944 -> 1,630, 32 MiB 8,166 -> 6,899; reduce 512 KiB 83 ->
+// 119, 1 MiB 333 -> 193, 2 MiB 641 -> 223 (OpenMPI 273-279), 8 MiB 1,502 ->
+// 1,060; all_gather 1 MiB per rank 245 -> 607, 2 MiB 807 -> 553, 8 MiB
+// 3,862 -> 3,452. Not measured on Intel, where all_gather of 2 MiB per rank
+// lost with CMA (above), so single-copy groups keep staging.
+inline constexpr size_t kCmaOversubscribedHybridMinBytes = 2u << 20;
+inline constexpr size_t kCmaReduceOversubscribedHybridMinBytes = 1u << 20;
+
 // One process's pages, read by many ranks at once. On a 16-core Intel Xeon
 // (private tensors on 4 KiB pages; thirtieth session, docs/performance.md),
 // a broadcast read with CMA took time in proportion to its readers, ~0.44 us per

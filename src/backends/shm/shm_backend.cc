@@ -39,6 +39,11 @@ void ShmBackend::all_reduce(const WorkPtr& w, const void* in, void* out, size_t 
   if (auto b = cma_reduction(in, bytes, out, kCmaAllReduceMinBytes, kCmaAllReduceMaxBytes)) {
     return engine_->submit(group_.get(), make_direct_all_reduce(call(w), *b, count, dtype, op));
   }
+  if (cma_oversubscribed_hybrid(bytes, kCmaOversubscribedHybridMinBytes, kCmaAllReduceMaxBytes) &&
+      !all_reduce_algo_forced()) {
+    return engine_->submit(group_.get(),
+                           make_direct_all_reduce(call(w), cma_buffers(in, out), count, dtype, op));
+  }
   engine_->submit(group_.get(), make_all_reduce(call(w), in, out, count, dtype, op));
 }
 
@@ -47,6 +52,10 @@ void ShmBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t 
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes * group_size());
   if (!b) b = cma(in, bytes, out, kCmaAllGatherMinBytesSingleCopy);
+  if (!b &&
+      cma_oversubscribed_hybrid(bytes, kCmaOversubscribedHybridMinBytes, kCmaMaxBytesSingleCopy)) {
+    b = cma_buffers(in, out);
+  }
   if (b) return engine_->submit(group_.get(), make_direct_all_gather(call(w), *b, count, dtype));
   engine_->submit(group_.get(), make_all_gather(call(w), in, out, count, dtype));
 }
@@ -69,6 +78,11 @@ void ShmBackend::reduce(const WorkPtr& w, const void* in, void* out, size_t coun
   }
   if (auto b = cma_reduction(in, bytes, out, kCmaReduceMinBytes, kNoLimit)) {
     return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
+  }
+  if (cma_oversubscribed_hybrid(bytes, kCmaReduceOversubscribedHybridMinBytes, kNoLimit) &&
+      !all_reduce_algo_forced()) {
+    return engine_->submit(
+        group_.get(), make_direct_reduce(call(w), cma_buffers(in, out), count, dtype, op, root));
   }
   engine_->submit(group_.get(), make_reduce(call(w), in, out, count, dtype, op, root));
 }

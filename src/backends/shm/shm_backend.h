@@ -80,6 +80,13 @@ class ShmBackend final : public Backend {
     if (!few_readers_of_root()) return root_input_bytes >= kCmaIfRootOnHugePagesMinBytes;
     return !group_->prefers_single_copy() && bytes >= kCmaMaxBytes;
   }
+  // Whether a hybrid group with more ranks than CPUs, which otherwise stages its
+  // collectives, reads a call of `bytes` per rank with CMA (direct_ops.h): from
+  // `min_bytes` up to `max_bytes`.
+  bool cma_oversubscribed_hybrid(size_t bytes, size_t min_bytes, size_t max_bytes) const {
+    return group_->copy_path() == CopyPath::kHybrid && group_->cma() &&
+           !group_->cma_for_collectives() && bytes >= min_bytes && bytes < max_bytes;
+  }
   // Whether broadcast and scatter, whose non-roots all read the root's input, may
   // read it with CMA wherever it lies (direct_ops.h, "one process's pages").
   bool few_readers_of_root() const { return group_->size() - 1 <= kCmaMaxReadersOfOneProcess; }

@@ -386,6 +386,65 @@ TEST(CmaOversubscribed, LargeBroadcastsReadWithCmaWhateverTheCpuCount) {
       o);
 }
 
+// Hybrid groups with more ranks than CPUs read all_reduce and all_gather of 2
+// MiB per rank or more with CMA, reduce from 1 MiB (direct_ops.h), and stage
+// smaller calls; with a CPU each they read all three from 128 KiB (copy_path.h).
+// 3 ranks: on fewer than 3 CPUs both rules show. Every element is checked, and
+// the bytes this rank read through CMA show the path.
+TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
+  const bool cpu_each = 3u <= std::max(1u, std::thread::hardware_concurrency());
+  RunOptions o;
+  o.call_init = false;
+  o.env = {{"COLLIE_COPY_PATH", "hybrid"}};
+  run_ranks(
+      3,
+      [&](int rank) {
+        init();
+        const std::vector<int> members = {0, 1, 2};
+        struct Case {
+          const char* op;
+          int64_t bytes;  // per rank
+          bool cma;
+        };
+        const bool cma = cma_works_here();
+        const Case cases[] = {
+            {"all_reduce", (2 << 20) + 12, cma}, {"all_reduce", 1 << 20, cma && cpu_each},
+            {"reduce", (1 << 20) + 4, cma},      {"reduce", 512 << 10, cma && cpu_each},
+            {"all_gather", 2 << 20, cma},        {"all_gather", (1 << 20) + 8, cma && cpu_each}};
+        for (const Case& c : cases) {
+          const int64_t count = c.bytes / 4;
+          const std::string what = std::string(c.op) + " of " + std::to_string(c.bytes) + " bytes";
+          const uint64_t before = collie::detail::cma_bytes_read();
+          if (std::string(c.op) == "all_gather") {
+            Tensor x = make_tensor({count}, DType::Float32, [&](int64_t i) {
+              return pattern_value(DType::Float32, rank, i);
+            });
+            Tensor y = all_gather_into_tensor(x).first;
+            check_tensor(
+                y, DType::Float32, {3 * count},
+                [&](int64_t i) { return pattern_value(DType::Float32, i / count, i % count); },
+                what);
+          } else {
+            Tensor x = make_tensor({count}, DType::Float32, [&](int64_t i) {
+              return rank_value(DType::Float32, ReduceOp::SUM, rank, i);
+            });
+            auto expected = [&](int64_t i) {
+              return expected_reduction(DType::Float32, ReduceOp::SUM, members, i);
+            };
+            if (std::string(c.op) == "all_reduce") {
+              check_tensor(all_reduce(x).first, DType::Float32, {count}, expected, what);
+            } else {
+              Tensor y = reduce(x, 1);
+              if (rank == 1) check_tensor(y, DType::Float32, {count}, expected, what);
+            }
+          }
+          RCHECK_EQ(collie::detail::cma_bytes_read() > before, c.cma) << what;
+        }
+        release();
+      },
+      o);
+}
+
 // From 16 KiB per rank (all_gather 8 KiB) where the group prefers single
 // copies, from 64 KiB elsewhere (direct_ops.h), from 128 KiB where a member is
 // hybrid (copy_path.h). Below 16 KiB a shared tensor takes the path a private
