@@ -134,8 +134,15 @@ inline constexpr size_t kCmaIfRootOnHugePagesMinBytes = 2u << 20;
 // (5.5-5.8 -> 4.7-4.8), 64 MiB staged 12.1-12.2 against 12.5-12.8 (12.4-12.9
 // against 12.3-12.5); reduce 16 MiB 2.1-2.4 -> 1.3-1.7 ms (1.8 -> 1.1-1.2),
 // 64 MiB 12.8-12.9 -> 10.6-11.7 (11.5-13.3 -> 10.3-11.3).
+// Where the group is hybrid (copy_path.h), reduce from kCmaReduceMinBytesHybrid:
+// its staged steps overlap the non-roots' copies with the root's reduction and
+// win up to a few MiB, then fall off a cliff (AMD Zen 5 VM, 2 ranks, staged
+// against CMA: 1 MiB 44-45 against 64-75 us, 2 MiB 85-87 against 92, 4 MiB
+// 155-158 against 187 in some runs and 227-572 in others, 5.8 MiB 790-808
+// against 270).
 inline constexpr size_t kCmaAllReduceMinBytes = 128u << 10;
 inline constexpr size_t kCmaReduceMinBytes = 32u << 10;
+inline constexpr size_t kCmaReduceMinBytesHybrid = 2u << 20;
 inline constexpr size_t kCmaAllReduceMaxBytes = 64u << 20;
 
 // This rank's input and output: in the arena (refs locate them; out_ref.present

@@ -76,7 +76,9 @@ void ShmBackend::reduce(const WorkPtr& w, const void* in, void* out, size_t coun
   if (auto b = direct(in, bytes, out, bytes)) {
     return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
   }
-  if (auto b = cma_reduction(in, bytes, out, kCmaReduceMinBytes, kNoLimit)) {
+  const size_t cma_from =
+      group_->copy_path() == CopyPath::kHybrid ? kCmaReduceMinBytesHybrid : kCmaReduceMinBytes;
+  if (auto b = cma_reduction(in, bytes, out, cma_from, kNoLimit)) {
     return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
   }
   if (cma_oversubscribed_hybrid(bytes, kCmaReduceOversubscribedHybridMinBytes, kNoLimit) &&

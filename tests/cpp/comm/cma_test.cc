@@ -388,7 +388,8 @@ TEST(CmaOversubscribed, LargeBroadcastsReadWithCmaWhateverTheCpuCount) {
 
 // Hybrid groups with more ranks than CPUs read all_reduce and all_gather of 2
 // MiB per rank or more with CMA, reduce from 1 MiB (direct_ops.h), and stage
-// smaller calls; with a CPU each they read all three from 128 KiB (copy_path.h).
+// smaller calls; with a CPU each they read all_reduce and all_gather from 128
+// KiB (copy_path.h), reduce from 2 MiB.
 // 3 ranks: on fewer than 3 CPUs both rules show. Every element is checked, and
 // the bytes this rank read through CMA show the path.
 TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
@@ -407,10 +408,13 @@ TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
           bool cma;
         };
         const bool cma = cma_works_here();
-        const Case cases[] = {
-            {"all_reduce", (2 << 20) + 12, cma}, {"all_reduce", 1 << 20, cma && cpu_each},
-            {"reduce", (1 << 20) + 4, cma},      {"reduce", 512 << 10, cma && cpu_each},
-            {"all_gather", 2 << 20, cma},        {"all_gather", (1 << 20) + 8, cma && cpu_each}};
+        const Case cases[] = {{"all_reduce", (2 << 20) + 12, cma},
+                              {"all_reduce", 1 << 20, cma && cpu_each},
+                              {"reduce", (2 << 20) + 4, cma},
+                              {"reduce", (1 << 20) + 4, cma && !cpu_each},
+                              {"reduce", 512 << 10, false},
+                              {"all_gather", 2 << 20, cma},
+                              {"all_gather", (1 << 20) + 8, cma && cpu_each}};
         for (const Case& c : cases) {
           const int64_t count = c.bytes / 4;
           const std::string what = std::string(c.op) + " of " + std::to_string(c.bytes) + " bytes";
@@ -497,7 +501,7 @@ TEST_P(CmaCopyPath, MidSizedCallsReadWithCmaFromLowerWhereEveryRankPrefersSingle
 
 // The reductions take CMA only where the group prefers single copies, and then
 // only in their ranges (direct_ops.h): all_reduce from 128 KiB to below 64
-// MiB, reduce from 32 KiB up (from 128 KiB where a member is hybrid,
+// MiB, reduce from 32 KiB up (from 2 MiB where a member is hybrid,
 // copy_path.h). Each call fails its group, so each gets a new one.
 TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
@@ -509,12 +513,12 @@ TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
       bool all_reduce;  // else reduce to group rank 2
       bool cma;
     };
-    // all_reduce from 128 KiB to below 64 MiB per rank, reduce from 32 KiB up.
-    const Case cases[] = {{1 << 20, true, large},         {64 << 10, true, false},
-                          {17 << 20, true, large},        {64 << 20, true, false},
-                          {32 << 10, false, single},      {(32 << 10) - 64, false, false},
-                          {128 << 10, false, large},      {(128 << 10) - 64, false, single},
-                          {(64 << 20) + 64, false, large}};
+    // all_reduce from 128 KiB to below 64 MiB per rank, reduce from 32 KiB up
+    // (hybrid: 2 MiB).
+    const Case cases[] = {
+        {1 << 20, true, large},  {64 << 10, true, false},         {17 << 20, true, large},
+        {64 << 20, true, false}, {32 << 10, false, single},       {(32 << 10) - 64, false, false},
+        {2 << 20, false, large}, {(2 << 20) - 64, false, single}, {(64 << 20) + 64, false, large}};
     int made = 0;
     for (const Case& c : cases) {
       const std::string group = "case" + std::to_string(made++);
