@@ -64,6 +64,9 @@ inline constexpr size_t kDirectMinBytes = 16u << 10;
 // just before each call; all_gather of 32 KiB per rank 6.1 -> 3.3 us, 6.1 ->
 // 6.8 written before; 16 KiB per rank: within 10 % written before, 1.8-2.3x
 // faster clean).
+// Where the group is hybrid (copy_path.h), all_gather has no upper limit (AMD
+// Zen 5 VM, 2 ranks: 32 MiB per rank staged 4.5-4.6 ms, with CMA 3.2-3.4,
+// OpenMPI 3.1; 64 MiB 9.3-9.4 against 6.3).
 // all_gather from kCmaAllGatherMinBytesSingleCopy there: its staged step hands
 // data both ways at once, and 8 KiB per rank reads clean inputs 2.9 -> 1.8 us
 // (OpenMPI 2.6), 2.94 -> 3.07 us written just before (OpenMPI 3.37); at 4 KiB

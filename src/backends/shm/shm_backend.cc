@@ -51,7 +51,11 @@ void ShmBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t 
                             DType dtype) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes * group_size());
-  if (!b) b = cma(in, bytes, out, kCmaAllGatherMinBytesSingleCopy);
+  if (!b) {
+    const bool hybrid = group_->copy_path() == CopyPath::kHybrid;
+    b = cma(in, bytes, out, kCmaAllGatherMinBytesSingleCopy,
+            hybrid ? kNoLimit : kCmaMaxBytesSingleCopy);
+  }
   if (!b &&
       cma_oversubscribed_hybrid(bytes, kCmaOversubscribedHybridMinBytes, kCmaMaxBytesSingleCopy)) {
     b = cma_buffers(in, out);
