@@ -45,7 +45,8 @@
 //     kCmaPairMinOversubscribedSingleCopy (Intel Xeon, 4 ranks on 2 cores, best
 //     of three rounds in each of three sweeps: 128 KiB pieces 89-99 -> 69-75 us,
 //     OpenMPI 55-61; 256 KiB 263-275 -> 231-251 us; 64 KiB pieces 30 -> 32 us,
-//     so not from there), but not where it is hybrid (copy_path.h);
+//     so not from there), but not where it is hybrid (copy_path.h). These
+//     sizes are the all_to_all row of the group's table (copy_rules.cc);
 //   - when every rank's input is in the shared arena (`shared_input`), pieces of
 //     kSharedPairMin bytes and more, read from the mapped arena. Small calls on
 //     shared tensors stay a single step.
@@ -145,8 +146,7 @@ class AllToAllOp final : public StepOp {
         piece_bytes_(c.group->all_to_all_piece_bytes()),
         per_step_(piece_bytes_ >> std::countr_zero(esize_)),  // sizes are powers of two
         cma_(c.group->cma()),
-        cma_pair_min_(cma_pair_min(*c.group)),
-        cma_pair_max_(cma_pair_max(*c.group)),
+        cma_pieces_(c.group->copy_rules().all_to_all_piece_cma),
         // One allocation for all (a small call's only one): the counts, the
         // displacements, then the matrix and whose input lies on huge pages (step 0).
         table_(4 * send_counts.size() + 2 * send_counts.size() * send_counts.size() +
@@ -245,26 +245,6 @@ class AllToAllOp final : public StepOp {
   }
 
  private:
-  static constexpr size_t kCmaPairMin = 32u << 10;
-  static constexpr size_t kCmaPairMinSingleCopy = 16u << 10;
-  static constexpr size_t kCmaPairMinOversubscribed = 512u << 10;
-  static constexpr size_t kCmaPairMinOversubscribedSingleCopy = 128u << 10;
-  static constexpr size_t kCmaPairMax = 512u << 10;
-  static constexpr size_t kNoLimit = ~size_t{0};
-
-  // Which pieces are read with CMA (above), where the group agreed on CMA.
-  // Hybrid groups with more ranks than CPUs read as staged ones do (copy_path.h).
-  static size_t cma_pair_min(const ShmGroup& g) {
-    if (!g.cma_for_collectives()) {
-      return g.copy_path() == CopyPath::kSingleCopy ? kCmaPairMinOversubscribedSingleCopy
-                                                    : kCmaPairMinOversubscribed;
-    }
-    if (!g.prefers_single_copy()) return kCmaPairMin;
-    return std::max(kCmaPairMinSingleCopy, g.single_copy_min_bytes());
-  }
-  static size_t cma_pair_max(const ShmGroup& g) {
-    return !g.cma_for_collectives() || g.prefers_single_copy() ? kNoLimit : kCmaPairMax;
-  }
   static constexpr size_t kSharedPairMin = 8u << 10;
 
   size_t me() const { return static_cast<size_t>(group().rank()); }
@@ -278,15 +258,16 @@ class AllToAllOp final : public StepOp {
   bool pulled(size_t count, bool sender_on_huge_pages) const {
     const size_t bytes = count * esize_;
     if (shared_) return bytes >= kSharedPairMin;
-    return cma_ && bytes >= cma_pair_min_ && (bytes < cma_pair_max_ || sender_on_huge_pages);
+    return bytes >= cma_pieces_.from && (bytes < cma_pieces_.below || sender_on_huge_pages);
   }
 
   // Whether this rank's input lies on huge pages, asked of the kernel only when
-  // the answer can matter: a piece for a peer of kCmaPairMax or more read with CMA.
+  // the answer can matter: a piece for a peer of kCmaPairMax (the table's limit)
+  // or more read with CMA.
   // `sent`: every element of the input; `largest_for_peer`: its largest piece for another rank.
   bool input_on_huge_pages(size_t sent, size_t largest_for_peer) const {
-    if (shared_ || !cma_ || cma_pair_max_ == kNoLimit) return false;
-    return largest_for_peer * esize_ >= cma_pair_max_ && lies_on_huge_pages(in_, sent * esize_);
+    if (shared_ || cma_pieces_.empty() || cma_pieces_.below == SizeRange::kUnbounded) return false;
+    return largest_for_peer * esize_ >= cma_pieces_.below && lies_on_huge_pages(in_, sent * esize_);
   }
 
   uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
@@ -448,8 +429,8 @@ class AllToAllOp final : public StepOp {
   uint8_t* out_;
   size_t esize_, header_bytes_, piece_bytes_, per_step_;
   bool cma_;
-  size_t cma_pair_min_, cma_pair_max_;  // pieces in [min, max) are read with CMA
-  bool in_on_huge_pages_ = false;       // and larger ones from inputs on huge pages
+  SizeRange cma_pieces_;           // pieces in it are read with CMA (copy_rules.h),
+  bool in_on_huge_pages_ = false;  // and larger ones from inputs on huge pages
   // This rank's n send and n receive counts, where each piece starts (n in the
   // input, then n in the output), then the count matrix as read in step 0 (2n
   // per rank: matrix()) and, per rank, whether its input lies on huge pages.

@@ -287,7 +287,8 @@ class TwoShotAllReduceOp final : public StepOp {
 // handing freshly written data between cores is what limits staged steps),
 // two-shot wins much earlier: from 8 KiB at 2 ranks (64 KiB: 6.5 against
 // 17.5 us; 4 KiB: 2.1 against 1.7) and from 16 KiB with 4 ranks on 2 cores
-// (64 KiB: 15 against 28 us; 1 MiB: 293 against 532).
+// (64 KiB: 15 against 28 us; 1 MiB: 293 against 532). Hybrid groups from 128
+// KiB (copy_path.h). The thresholds are the group's table (copy_rules.h).
 // COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces one (it must match on every rank;
 // the variant is in the fingerprint, so a mismatch fails loudly).
 enum class AllReduceAlgo { kAuto, kOneShot, kTwoShot };
@@ -308,11 +309,7 @@ bool use_two_shot(const ShmGroup& g, size_t bytes) {
   const AllReduceAlgo forced = forced_all_reduce_algo();
   if (g.size() <= 1 || forced == AllReduceAlgo::kOneShot) return false;
   if (forced == AllReduceAlgo::kTwoShot) return true;
-  if (g.prefers_single_copy()) {
-    return bytes >=
-           std::max<size_t>(g.size() == 2 ? (8u << 10) : (16u << 10), g.single_copy_min_bytes());
-  }
-  return bytes >= (g.size() == 2 ? (128u << 10) : (256u << 10));
+  return bytes >= g.copy_rules().all_reduce_two_shot_from;
 }
 
 // The root copies each chunk into its slot and, in the same pass, into its own

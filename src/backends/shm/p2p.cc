@@ -42,8 +42,9 @@ uint64_t ring_offset(uint64_t size, uint64_t pos) {
 // Which messages are pulled (p2p.h): COLLIE_P2P_PULL=always|never|auto; auto:
 // those that do not fit the ring when there are more ranks than CPUs, and those
 // of kPullFromBytes (kPullFromBytesOversubscribed) or more too where the world
-// prefers single copies; elsewhere those that do not fit the ring and lie on
-// huge pages. Messages in the shared arena: from kArenaPullFromBytes
+// prefers single copies (hybrid worlds: from kHybridSingleCopyMinBytes, and
+// as staged ones with more ranks than CPUs; copy_rules.h); elsewhere those that
+// do not fit the ring and lie on huge pages. Messages in the shared arena: from kArenaPullFromBytes
 // (kPullFromBytesOversubscribed), and beyond the ring, unless never.
 P2PMatcher::PullRule pull_rule(const ShmGroup& world) {
   using Rule = P2PMatcher::PullRule;
@@ -62,13 +63,10 @@ P2PMatcher::PullRule pull_rule(const ShmGroup& world) {
     throw ValueError("environment variable COLLIE_P2P_PULL='" + policy +
                      "' is not auto, always or never");
   }
-  // Hybrid worlds with more ranks than CPUs pull as staged ones do (copy_path.h).
-  const bool single_rule = world.copy_path() == CopyPath::kSingleCopy ||
-                           (world.copy_path() == CopyPath::kHybrid && !oversubscribed);
-  if (single_rule) {
-    return Rule{true, std::max<uint64_t>(from_bytes, world.single_copy_min_bytes()), false,
-                arena_from_bytes};
-  }
+  // Where the world's table (copy_rules.h) has a size to pull from, the
+  // single-copy rule; otherwise the staged one.
+  const uint64_t pull_from = world.copy_rules().p2p_pull_from;
+  if (pull_from != SizeRange::kUnbounded) return Rule{true, pull_from, false, arena_from_bytes};
   return Rule{oversubscribed, kNever, /*beyond_ring_on_huge_pages=*/true, arena_from_bytes};
 }
 

@@ -36,13 +36,8 @@ void ShmBackend::all_reduce(const WorkPtr& w, const void* in, void* out, size_t 
   if (auto b = direct(in, bytes, out, bytes)) {
     return engine_->submit(group_.get(), make_direct_all_reduce(call(w), *b, count, dtype, op));
   }
-  if (auto b = cma_reduction(in, bytes, out, kCmaAllReduceMinBytes, kCmaAllReduceMaxBytes)) {
+  if (auto b = cma_reduction(in, bytes, out, rules().all_reduce_cma)) {
     return engine_->submit(group_.get(), make_direct_all_reduce(call(w), *b, count, dtype, op));
-  }
-  if (cma_oversubscribed_hybrid(bytes, kCmaOversubscribedHybridMinBytes, kCmaAllReduceMaxBytes) &&
-      !all_reduce_algo_forced()) {
-    return engine_->submit(group_.get(),
-                           make_direct_all_reduce(call(w), cma_buffers(in, out), count, dtype, op));
   }
   engine_->submit(group_.get(), make_all_reduce(call(w), in, out, count, dtype, op));
 }
@@ -51,15 +46,7 @@ void ShmBackend::all_gather(const WorkPtr& w, const void* in, void* out, size_t 
                             DType dtype) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes * group_size());
-  if (!b) {
-    const bool hybrid = group_->copy_path() == CopyPath::kHybrid;
-    b = cma(in, bytes, out, kCmaAllGatherMinBytesSingleCopy,
-            hybrid ? kNoLimit : kCmaMaxBytesSingleCopy);
-  }
-  if (!b &&
-      cma_oversubscribed_hybrid(bytes, kCmaOversubscribedHybridMinBytes, kCmaMaxBytesSingleCopy)) {
-    b = cma_buffers(in, out);
-  }
+  if (!b) b = cma(in, bytes, out, rules().all_gather_cma);
   if (b) return engine_->submit(group_.get(), make_direct_all_gather(call(w), *b, count, dtype));
   engine_->submit(group_.get(), make_all_gather(call(w), in, out, count, dtype));
 }
@@ -80,15 +67,8 @@ void ShmBackend::reduce(const WorkPtr& w, const void* in, void* out, size_t coun
   if (auto b = direct(in, bytes, out, bytes)) {
     return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
   }
-  const size_t cma_from =
-      group_->copy_path() == CopyPath::kHybrid ? kCmaReduceMinBytesHybrid : kCmaReduceMinBytes;
-  if (auto b = cma_reduction(in, bytes, out, cma_from, kNoLimit)) {
+  if (auto b = cma_reduction(in, bytes, out, rules().reduce_cma)) {
     return engine_->submit(group_.get(), make_direct_reduce(call(w), *b, count, dtype, op, root));
-  }
-  if (cma_oversubscribed_hybrid(bytes, kCmaReduceOversubscribedHybridMinBytes, kNoLimit) &&
-      !all_reduce_algo_forced()) {
-    return engine_->submit(
-        group_.get(), make_direct_reduce(call(w), cma_buffers(in, out), count, dtype, op, root));
   }
   engine_->submit(group_.get(), make_reduce(call(w), in, out, count, dtype, op, root));
 }
@@ -97,15 +77,11 @@ void ShmBackend::broadcast(const WorkPtr& w, const void* in, void* out, size_t c
                            int root) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes);
-  if (!b && few_readers_of_root()) b = cma(in, bytes, out, kCmaMinBytesSingleCopy, kNoLimit);
-  if (!b && group_->cma() && !group_->cma_for_collectives() && group_->prefers_single_copy() &&
-      bytes >= kCmaBroadcastMinBytesOversubscribed && bytes < kCmaBroadcastMaxBytesOversubscribed) {
-    b = cma_buffers(in, out);  // also with more ranks than CPUs (direct_ops.h)
-  }
+  if (!b) b = cma(in, bytes, out, rules().broadcast_cma);
   if (b) {
     return engine_->submit(group_.get(), make_direct_broadcast(call(w), *b, count, dtype, root));
   }
-  if (cma_if_root_on_huge_pages(bytes, bytes)) {
+  if (rules().root_on_huge_pages.applies(bytes, bytes)) {
     return engine_->submit(group_.get(),
                            make_cma_if_root_on_huge_pages(
                                call(w), in, bytes, root, [=](const CollectiveCall& c, bool cma) {
@@ -121,7 +97,7 @@ void ShmBackend::gather(const WorkPtr& w, const void* in, void* out, size_t coun
                         int root) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes, out, bytes * group_size());
-  if (!b) b = cma(in, bytes, out);
+  if (!b) b = cma(in, bytes, out, rules().gather_cma);
   if (b) {
     return engine_->submit(group_.get(), make_direct_gather(call(w), *b, count, dtype, root));
   }
@@ -132,11 +108,11 @@ void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
                          int root) {
   const size_t bytes = count * element_size(dtype);
   auto b = direct(in, bytes * group_size(), out, bytes);
-  if (!b && few_readers_of_root()) b = cma(in, bytes, out);
+  if (!b) b = cma(in, bytes, out, rules().scatter_cma);
   if (b) {
     return engine_->submit(group_.get(), make_direct_scatter(call(w), *b, count, dtype, root));
   }
-  if (cma_if_root_on_huge_pages(bytes, bytes * group_size())) {
+  if (rules().root_on_huge_pages.applies(bytes, bytes * group_size())) {
     return engine_->submit(
         group_.get(),
         make_cma_if_root_on_huge_pages(

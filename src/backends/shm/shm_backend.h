@@ -4,7 +4,6 @@
 // send/receive request for the engine's p2p matcher, and returns at once.
 #pragma once
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -52,55 +51,21 @@ class ShmBackend final : public Backend {
   // shared and private tensors, which the fingerprints then report.
   std::optional<DirectBuffers> direct(const void* in, size_t in_bytes, void* out, size_t out_bytes,
                                       size_t min_bytes = kDirectMinBytes) const;
-  // Private buffers for the CMA path (direct_ops.h) when the group agreed on CMA
-  // and the call moves kCmaMinBytes to kCmaMaxBytes per rank
-  // (`min_single_copy` to `max_single_copy` where the group prefers single
-  // copies).
+  // Private buffers for the CMA path (direct_ops.h) when the call's `bytes` per
+  // rank lie in `sizes`, its row of the group's table (copy_rules.h).
   std::optional<DirectBuffers> cma(const void* in, size_t bytes, void* out,
-                                   size_t min_single_copy = kCmaMinBytesSingleCopy,
-                                   size_t max_single_copy = kCmaMaxBytesSingleCopy) const {
-    const bool single = group_->prefers_single_copy();
-    const size_t min_bytes =
-        single ? std::max(min_single_copy, group_->single_copy_min_bytes()) : kCmaMinBytes;
-    const size_t max_bytes = single ? max_single_copy : kCmaMaxBytes;
-    if (!group_->cma_for_collectives() || bytes < min_bytes || bytes >= max_bytes) {
-      return std::nullopt;
-    }
+                                   const SizeRange& sizes) const {
+    if (!sizes.contains(bytes)) return std::nullopt;
     return cma_buffers(in, out);
   }
-  // Whether a broadcast or scatter of `bytes` per rank, too large for cma() on a
-  // group that stages, reads the root's input with CMA if it lies on huge pages
-  // (cma_if_huge_pages.h).
-  // `root_input_bytes`: all of the root's input (scatter: every rank's piece).
-  // With more non-roots than kCmaMaxReadersOfOneProcess, from
-  // kCmaIfRootOnHugePagesMinBytes of it whatever the copy path (direct_ops.h,
-  // "one process's pages").
-  bool cma_if_root_on_huge_pages(size_t bytes, size_t root_input_bytes) const {
-    if (group_->size() <= 1 || !group_->cma_for_collectives()) return false;
-    if (!few_readers_of_root()) return root_input_bytes >= kCmaIfRootOnHugePagesMinBytes;
-    return !group_->prefers_single_copy() && bytes >= kCmaMaxBytes;
-  }
-  // Whether a hybrid group with more ranks than CPUs, which otherwise stages its
-  // collectives, reads a call of `bytes` per rank with CMA (direct_ops.h): from
-  // `min_bytes` up to `max_bytes`.
-  bool cma_oversubscribed_hybrid(size_t bytes, size_t min_bytes, size_t max_bytes) const {
-    return group_->copy_path() == CopyPath::kHybrid && group_->cma() &&
-           !group_->cma_for_collectives() && bytes >= min_bytes && bytes < max_bytes;
-  }
-  // Whether broadcast and scatter, whose non-roots all read the root's input, may
-  // read it with CMA wherever it lies (direct_ops.h, "one process's pages").
-  bool few_readers_of_root() const { return group_->size() - 1 <= kCmaMaxReadersOfOneProcess; }
-  // Private buffers for a reduction through CMA (direct_ops.h): where the group
-  // prefers single copies and agreed on CMA, from `min_bytes` per rank up to
-  // `max_bytes`, unless COLLIE_ALLREDUCE_ALGO forces a staged algorithm.
+  // The same for a reduction, unless COLLIE_ALLREDUCE_ALGO forces a staged
+  // algorithm.
   std::optional<DirectBuffers> cma_reduction(const void* in, size_t bytes, void* out,
-                                             size_t min_bytes, size_t max_bytes) const {
-    if (!group_->prefers_single_copy() || !group_->cma_for_collectives() || bytes < min_bytes ||
-        bytes < group_->single_copy_min_bytes() || bytes >= max_bytes || all_reduce_algo_forced()) {
-      return std::nullopt;
-    }
+                                             const SizeRange& sizes) const {
+    if (!sizes.contains(bytes) || all_reduce_algo_forced()) return std::nullopt;
     return cma_buffers(in, out);
   }
+  const CopyRules& rules() const { return group_->copy_rules(); }
   CollectiveCall call(const WorkPtr& w) {
     w->set_driver(engine_);
     return {engine_.get(), group_.get(), w};

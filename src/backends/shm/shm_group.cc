@@ -186,8 +186,11 @@ void ShmGroup::agree_on_cma() {
                                      : CopyPath::kStaged;
     agreed = std::min(agreed, theirs);
   }
-  if (!cma_) agreed = CopyPath::kStaged;
-  copy_path_ = agreed;
+  copy_rules_ = copy_rules_for({.path = agreed,
+                                .cma = cma_,
+                                .cma_for_collectives = cma_for_collectives(),
+                                .group_size = size(),
+                                .oversubscribed = config_.oversubscribed});
 }
 
 }  // namespace collie::detail

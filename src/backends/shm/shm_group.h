@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/shm/copy_path.h"
+#include "backends/shm/copy_rules.h"
 #include "backends/shm/layout.h"
 #include "backends/shm/segment.h"
 
@@ -103,22 +103,11 @@ class ShmGroup {
   // COLLIE_CMA=always uses it all the same (every rank must say so: the path is
   // in the fingerprint).
   bool cma_for_collectives() const { return cma_ && config_.collective_cma; }
-  // The copy path the group agreed on (copy_path.h): its most cautious member's
-  // preference, staged where a member lacks CMA. The same on every rank.
-  CopyPath copy_path() const { return copy_path_; }
-  // Every member has CMA and a CPU that moves mid-sized and large data faster in
-  // one copy than staged (single or hybrid). It raises the sizes up to which
-  // collectives read with CMA and has p2p pull messages from kPullFromBytes
-  // (p2p.h).
-  bool prefers_single_copy() const { return copy_path_ != CopyPath::kStaged; }
-  // Where the group prefers single copies, the smallest transfer (bytes per
-  // rank, message or piece) a single-copy rule may take: 0 where every member
-  // prefers single copies, kHybridSingleCopyMinBytes where one is hybrid. Each
-  // rule's own minimum applies above it:
-  //   std::max(kPullFromBytes, g.single_copy_min_bytes())
-  size_t single_copy_min_bytes() const {
-    return copy_path_ == CopyPath::kHybrid ? kHybridSingleCopyMinBytes : 0;
-  }
+  // Which transfers take a single copy, by operation and size (copy_rules.h),
+  // for the copy path the group agreed on (its most cautious member's
+  // preference, copy_path.h; staged where a member lacks CMA). The same table
+  // on every rank.
+  const CopyRules& copy_rules() const { return copy_rules_; }
 
   // ---- progress-engine state ----
   uint64_t next_step = 1;                      // steps are numbered from 1
@@ -157,7 +146,7 @@ class ShmGroup {
   size_t piece_bytes_;
   size_t all_to_all_piece_bytes_;
   bool cma_ = false;
-  CopyPath copy_path_ = CopyPath::kStaged;
+  CopyRules copy_rules_;
 
   uint8_t* segment_base(int group_rank) const {
     return static_cast<uint8_t*>(segments_[static_cast<size_t>(group_rank)].data());
