@@ -4,8 +4,8 @@
 // pieces of 32 KiB to 512 KiB (and up), read peers' memory with process_vm_readv; where the group
 // prefers single copies, all_reduce (from 128 KiB) and reduce (from 32 KiB) up
 // to 16 MiB read their slices and write the results with process_vm_writev. Every
-// dtype, world sizes 1-4, roots, sub-groups, sizes on both sides of the
-// thresholds; with COLLIE_CMA=0 on one rank the whole group falls back to the
+// dtype (two where a case repeats under each copy path), world sizes 1-4, roots, sub-groups, sizes
+// on both sides of the thresholds; with COLLIE_CMA=0 on one rank the whole group falls back to the
 // slots (no mismatch), and results are the same either way. With more ranks than
 // CPUs collectives stage instead (but for all_to_all's pieces from 512 KiB, or
 // from 128 KiB where the group prefers single copies); ctest runs the world cases again with
@@ -81,13 +81,22 @@ void run_all_to_all_mix(int rank, const std::vector<int>& members, const std::st
   });
 }
 
+// Every dtype, and two: the CMA paths move bytes, so which path a call takes and
+// what it must get right depend on its bytes per rank, not its dtype; 4-byte and
+// 1-byte elements give both aligned and odd byte counts (counts_for). The runs
+// that repeat the world's cases under each copy path, and the group cases, take
+// the two; the plain world run takes every dtype.
+const std::vector<DType> kEveryDtype = {DType::Float32, DType::Int8, DType::Float64,
+                                        DType::BFloat16, DType::Bool};
+const std::vector<DType> kTwoElementWidths = {DType::Float32, DType::Int8};
+
 void run_data_movers(int rank, const std::vector<int>& members, const std::string& group,
-                     SoftChecks& soft) {
+                     const std::vector<DType>& dtypes, SoftChecks& soft) {
   const int n = static_cast<int>(members.size());
   const int me = index_in(members, rank);
   const int root_index = n - 1;  // group rank of the root
   const int root = members[static_cast<size_t>(root_index)];
-  for (DType dt : {DType::Float32, DType::Int8, DType::Float64, DType::BFloat16, DType::Bool}) {
+  for (DType dt : dtypes) {
     run_all_to_all_mix(rank, members, group, dt, soft);
     for (int64_t count : counts_for(dt)) {
       const std::string what =
@@ -179,7 +188,18 @@ TEST_P(CmaWorld, DataMoversEveryDtypeAcrossTheThresholds) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
     SoftChecks soft;
-    run_data_movers(rank, iota_ranks(n), std::string(WORLD), soft);
+    run_data_movers(rank, iota_ranks(n), std::string(WORLD), kEveryDtype, soft);
+    soft.finish();
+  });
+}
+
+// What ctest runs under each forced copy path and with COLLIE_CMA=always
+// (CMakeLists.txt): the thresholds each path moves, in two dtypes.
+TEST_P(CmaWorld, DataMoversTwoWidthsAcrossTheThresholds) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    SoftChecks soft;
+    run_data_movers(rank, iota_ranks(n), std::string(WORLD), kTwoElementWidths, soft);
     soft.finish();
   });
 }
@@ -201,7 +221,7 @@ TEST(Cma, UnsortedSubGroup) {
     create_group("tri", {3, 0, 2});
     if (rank == 1) return;
     SoftChecks soft;
-    run_data_movers(rank, {3, 0, 2}, "tri", soft);
+    run_data_movers(rank, {3, 0, 2}, "tri", kTwoElementWidths, soft);
     run_reductions(rank, {3, 0, 2}, "tri", soft);
     soft.finish();
   });
@@ -214,7 +234,7 @@ TEST(Cma, DisabledOnOneRankFallsBackEverywhere) {
     SoftChecks soft;
     if (rank == 1) setenv("COLLIE_CMA", "0", 1);
     create_group("after", {0, 1, 2});  // agreed with rank 1's verdict: no CMA
-    run_data_movers(rank, {0, 1, 2}, "after", soft);
+    run_data_movers(rank, {0, 1, 2}, "after", kTwoElementWidths, soft);
     soft.finish();
   });
 }
