@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/shm/copy_path.h"
 #include "bench/bench_config.h"
 #include "cli/bench_rows.h"
 #include "cli/commands.h"
@@ -317,17 +318,23 @@ int bench_main(const std::vector<std::string>& args) {
   const std::string dir = self_dir();
   const std::string cpu = cpu_summary();
   const std::string huge_pages = huge_page_mode();
+  std::string copy_path;
+  try {
+    copy_path = detail::describe_copy_path_preference();
+  } catch (const std::exception& e) {
+    copy_path = "invalid";  // the ranks fail with the reason
+  }
   const double memcpy_bw = memcpy_gbps();
   const double handoff_bw = handoff_gbps(allowed_cpus());
   char handoff[48] = "n/a";
   if (handoff_bw > 0) std::snprintf(handoff, sizeof handoff, "%.2f GB/s", handoff_bw);
   std::printf(
       "# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), core-to-core %s "
-      "(256 KiB hand-offs), %s%s%s\n# cpu: %s; transparent huge pages: %s\n",
+      "(256 KiB hand-offs), %s%s%s\n# cpu: %s; transparent huge pages: %s; copy path: %s\n",
       o.ranks, o.config.dtype.c_str(), memcpy_bw, handoff, timing_method(o.config),
       root_text(o.config).c_str(),
       o.rounds > 1 ? (", best of " + std::to_string(o.rounds) + " rounds").c_str() : "",
-      cpu.c_str(), huge_pages.c_str());
+      cpu.c_str(), huge_pages.c_str(), copy_path.c_str());
   std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
               "algbw", "busbw", "check");
   if (o.compare_mpi) std::printf(" %11s %9s %8s", "mpi_us", "mpi_busbw", "speedup");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/shm/copy_path.h"
 #include "backends/transport.h"
 #include "cli/commands.h"
 #include "cli/machine_probe.h"
@@ -56,6 +57,16 @@ int info_main(const std::vector<std::string>& args) {
               huge_page_mode().c_str(),
               detail::large_blocks_ask_for_huge_pages() ? "ask for them"
                                                         : "do not ask (COLLIE_HUGE_PAGES=0)");
+  // Which transfers ranks on this machine read from each other with one copy
+  // (docs/algorithms.md, "Which copy path").
+  try {
+    std::printf("copy path between ranks here: %s\n",
+                detail::describe_copy_path_preference().c_str());
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "collie info: error: %s\n", e.what());
+    rc = 1;
+  }
 
   std::printf("launch environment (what init() would use):\n");
   try {

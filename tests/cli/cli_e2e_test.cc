@@ -610,6 +610,22 @@ TEST(CliEndToEnd, InfoWithoutLauncher) {
       f.out, std::regex("transparent huge pages: kernel mode [a-z]+; tensors of 2 MiB or more "
                         "ask for them\n")))
       << f.out;
+  EXPECT_TRUE(std::regex_search(
+      f.out, std::regex("copy path between ranks here: (staged|hybrid|single) \\((CPU vendor "
+                        "unknown|[A-Za-z]+ family 0x[0-9a-f]+)\\)\n")))
+      << f.out;
+}
+
+TEST(CliEndToEnd, InfoNamesTheCopyPathTheEnvironmentChose) {
+  TempDir dir;
+  Finished f = test::run_collie({"info"}, dir, {{"COLLIE_COPY_PATH", "hybrid"}});
+  ASSERT_EQ(f.code, 0) << describe(f);
+  EXPECT_TRUE(contains(f.out, "copy path between ranks here: hybrid (COLLIE_COPY_PATH)\n"))
+      << f.out;
+  f = test::run_collie({"info"}, dir, {{"COLLIE_COPY_PATH", "twice"}});
+  EXPECT_EQ(f.code, 1) << describe(f);
+  EXPECT_TRUE(contains(f.err, "COLLIE_COPY_PATH='twice' is not auto, single, hybrid or staged"))
+      << describe(f);
 }
 
 TEST(CliEndToEnd, InfoSaysWhenLargeTensorsDoNotAskForHugePages) {

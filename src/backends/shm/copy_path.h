@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace collie::detail {
@@ -54,6 +55,15 @@ inline constexpr size_t kHybridSingleCopyMinBytes = 128u << 10;
 // What this process prefers: COLLIE_COPY_PATH, or the CPU. Read once.
 // ValueError for a COLLIE_COPY_PATH that is not auto, single, hybrid or staged.
 CopyPath copy_path_preference();
+
+// "staged", "hybrid" or "single".
+const char* copy_path_name(CopyPath path);
+
+// The preference and where it comes from, for people (`collie info`, `collie
+// bench`): "hybrid (AuthenticAMD family 0x1a)", "single (COLLIE_COPY_PATH)".
+// A group may still stage: its most cautious member decides, and a group
+// without CMA stages. ValueError as copy_path_preference().
+std::string describe_copy_path_preference();
 
 // The preference of a CPU whose CPUID vendor string is `vendor`
 // ("GenuineIntel", "AuthenticAMD", ...; "" when unknown) and whose family
