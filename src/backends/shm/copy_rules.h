@@ -19,6 +19,7 @@
 //   all_gather CMA each   64K-8M             from 128K          8K-32M
 //                  over   -                  2M-32M             -
 //   gather CMA     each   64K-8M             128K-32M           16K-32M
+//                  over   -                  -                  -
 //   broadcast CMA  each   64K-8M             from 128K          from 16K
 //                  over   -                  2M-32M             2M-32M
 //   scatter CMA    each   as gather          as gather          as gather
