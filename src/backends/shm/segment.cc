@@ -138,6 +138,14 @@ void Segment::prefault(size_t offset, size_t bytes) const {
   }
 }
 
+void Segment::touch(size_t offset, size_t bytes) const {
+  if (data_ == nullptr || offset >= size_) return;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t end = std::min(size_, offset + std::min(bytes, size_ - offset));
+  const auto* base = static_cast<const volatile uint8_t*>(data_);
+  for (size_t at = offset / page * page; at < end; at += page) (void)base[at];
+}
+
 void Segment::unlink(const std::string& name) { shm_unlink(name.c_str()); }
 
 }  // namespace collie::detail

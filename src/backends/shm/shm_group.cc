@@ -157,7 +157,24 @@ void ShmGroup::map_peers_and_unlink() {
       [&](int g) { return !process_alive(header(g).pid); });
   // Every peer has mapped our segment: the name is no longer needed.
   Segment::unlink(segment_name(rank()));
+  touch_pages_every_call_reads();
   agree_on_cma();
+}
+
+void ShmGroup::touch_pages_every_call_reads() const {
+  // Now, not while mapping: every peer has written its rings (it attached after
+  // creating its segment), and none can send before this rank's CMA verdict
+  // (agree_on_cma), so these reads race with nobody. The large slots are left
+  // to the calls that use them (2 MiB a rank: 3 ms to touch on the VM of
+  // Segment::touch, a cost only calls of more than 4 KiB would repay).
+  for (int g = 0; g < size(); ++g) {
+    const Segment& seg = segments_[static_cast<size_t>(g)];
+    seg.touch(0, layout_.slots);  // header, step lines, small slots
+    if (config_.with_rings && g != rank()) {
+      seg.touch(layout_.ring_data + static_cast<size_t>(rank()) * config_.ring_bytes,
+                config_.ring_bytes);
+    }
+  }
 }
 
 void ShmGroup::agree_on_cma() {

@@ -154,6 +154,8 @@ class ShmGroup {
   std::string segment_name(int group_rank) const;
   void create_own_segment();
   void map_peers_and_unlink();
+  // Reads once the pages of every segment that small calls use (Segment::touch).
+  void touch_pages_every_call_reads() const;
   void agree_on_cma();
 };
 
