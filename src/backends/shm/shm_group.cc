@@ -109,7 +109,8 @@ void ShmGroup::create_own_segment() {
   // without leaving them there. AMD Zen 5 VM, 2 ranks, a ring exchange, one
   // call after a barrier: 128 B 1.25-1.32 -> 0.87-0.96 us, 512 B 1.43-1.50 ->
   // 1.19-1.27; the first 20,000 calls back to back of 8 B 0.83 -> 0.76 (later
-  // ones 0.63). ~30 us for each 1 MiB ring, once.
+  // ones 0.63). ~30 us for each 1 MiB ring, once (1.7 ms on the VM of
+  // Segment::touch, whose every first access to a page costs).
   if (config_.with_rings) {
     for (int p = 0; p < size(); ++p) {
       if (p != rank()) std::memset(ring_data(rank(), p), 0, config_.ring_bytes);

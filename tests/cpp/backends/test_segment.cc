@@ -1,8 +1,9 @@
-// Segment::prefault: which pages of a shared-memory mapping it puts in this
-// process's page tables, read back from /proc/self/pagemap (bit 63: present).
-// A page of a fresh mapping is not present until touched; prefault must map
-// exactly the pages of its range (cut to the segment) and leave the bytes as
-// they were. A world's own segment is prefaulted whole when it is made.
+// Segment::prefault and Segment::touch: which pages of a shared-memory mapping
+// they put in this process's page tables, read back from /proc/self/pagemap
+// (bit 63: present). A page of a fresh mapping is not present until touched;
+// each must map exactly the pages of its range (cut to the segment) and leave
+// the bytes as they were. A world's own segment is prefaulted whole when it is
+// made.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -74,6 +75,23 @@ TEST(Segment, PrefaultIsCutToTheSegment) {
   const std::vector<bool> present = present_pages(seg.data(), kPages);
   ASSERT_EQ(present.size(), kPages) << "/proc/self/pagemap is not readable here";
   for (size_t i = 0; i < kPages; ++i) EXPECT_EQ(present[i], i >= 6) << "page " << i;
+}
+
+// touch() reads its pages, which maps the pages of a fresh mapping: the same
+// range rules as prefault().
+TEST(Segment, TouchReadsExactlyThePagesOfItsRange) {
+  constexpr size_t kPages = 16;
+  Segment seg = fresh_segment(kPages);
+  seg.touch(2 * kPage + kPage - 1, 2 * kPage);  // last byte of page 2 on: pages 2 to 4
+  seg.touch(kPages * kPage, kPage);             // starts at the end: nothing
+  seg.touch(14 * kPage, 1000 * kPage);          // runs past the end: pages 14 and 15
+  const std::vector<bool> present = present_pages(seg.data(), kPages);
+  ASSERT_EQ(present.size(), kPages) << "/proc/self/pagemap is not readable here";
+  for (size_t i = 0; i < kPages; ++i) {
+    EXPECT_EQ(present[i], (i >= 2 && i <= 4) || i >= 14) << "page " << i;
+  }
+  const auto* bytes = static_cast<const uint8_t*>(seg.data());
+  for (size_t i = 0; i < kPages * kPage; ++i) ASSERT_EQ(bytes[i], 0) << "byte " << i;
 }
 
 TEST(Segment, AWorldsOwnSegmentIsPrefaultedWhenMade) {
