@@ -124,18 +124,15 @@ bool Segment::open(const std::string& name, Segment* out) {
 
 void Segment::prefault(size_t offset, size_t bytes) const {
   if (data_ == nullptr || offset >= size_) return;
+#ifdef MADV_POPULATE_WRITE
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t begin = offset / page * page;  // data_ is page-aligned
   const size_t end = std::min(size_, offset + std::min(bytes, size_ - offset));
-  auto* base = static_cast<uint8_t*>(data_);
-#ifdef MADV_POPULATE_WRITE
-  if (madvise(base + begin, end - begin, MADV_POPULATE_WRITE) == 0) return;
+  if (madvise(static_cast<uint8_t*>(data_) + begin, end - begin, MADV_POPULATE_WRITE) == 0) return;
 #endif
   // Older kernels (EINVAL): a read of each page maps it too. Only a speed-up:
   // nothing depends on it having happened.
-  for (size_t at = begin; at < end; at += page) {
-    (void)*static_cast<volatile const uint8_t*>(base + at);
-  }
+  touch(offset, bytes);
 }
 
 void Segment::touch(size_t offset, size_t bytes) const {
