@@ -153,30 +153,47 @@ void reduce_block(typename Lane::Elem* dst, const typename Lane::Elem* const* sr
   for (size_t i = 0; i < n; ++i) out[i] = Lane::store(Op::apply(acc[i], Lane::load(last[i])));
 }
 
-// A few elements (a small collective's): one plain loop, each element folded
-// over the sources in order as reduce_block does (so the result is the same
-// bit for bit). The block code's vectorised set-up costs more than such work:
-// 2 float32 sources of 2 elements, dispatch included, 136 -> 91 instructions.
+constexpr size_t kFewElements = 16;
+
+// A few elements (a small collective's), each folded over the sources in order
+// as reduce_block does (so the result is the same bit for bit), without the
+// block code's vectorised set-up, which costs more than such work. Each path is
+// its own function, so that none pays for another's stack frame: 2 float32
+// sources, a call of reduce_n in a loop, 2 elements 134 -> 62 instructions, 16
+// elements 317 -> 147.
 template <typename Lane, typename Op>
-void reduce_few(void* dst, const void* const* srcs, size_t nsrc, size_t count) {
+[[gnu::noinline]] void reduce_few_of_many(void* dst, const void* const* srcs, size_t nsrc,
+                                          size_t count) {
   using Elem = typename Lane::Elem;
+  // Every source is read before dst is written: dst may be one of them.
+  typename Lane::Acc acc[kFewElements];
+  const auto* first = static_cast<const Elem*>(srcs[0]);
+  for (size_t i = 0; i < count; ++i) acc[i] = Lane::load(first[i]);
+  for (size_t k = 1; k < nsrc; ++k) {
+    const auto* src = static_cast<const Elem*>(srcs[k]);
+    for (size_t i = 0; i < count; ++i) acc[i] = Op::apply(acc[i], Lane::load(src[i]));
+  }
+  auto* out = static_cast<Elem*>(dst);
+  for (size_t i = 0; i < count; ++i) out[i] = Lane::store(acc[i]);
+}
+
+// Two sources (two ranks): one plain pass.
+template <typename Lane, typename Op>
+[[gnu::noinline]] void reduce_few_of_two(void* dst, const void* const* srcs, size_t count) {
+  using Elem = typename Lane::Elem;
+  const auto* first = static_cast<const Elem*>(srcs[0]);
+  const auto* second = static_cast<const Elem*>(srcs[1]);
   auto* out = static_cast<Elem*>(dst);
   for (size_t i = 0; i < count; ++i) {
-    typename Lane::Acc acc = Lane::load(static_cast<const Elem*>(srcs[0])[i]);
-    for (size_t k = 1; k < nsrc; ++k) {
-      acc = Op::apply(acc, Lane::load(static_cast<const Elem*>(srcs[k])[i]));
-    }
-    out[i] = Lane::store(acc);
+    out[i] = Lane::store(Op::apply(Lane::load(first[i]), Lane::load(second[i])));
   }
 }
 
-constexpr size_t kFewElements = 16;
-
+// More than a few elements: whole blocks, then the rest. Kept out of line so that
+// its frame (the typed source pointers) costs nothing to the few-element path.
 template <typename Lane, typename Op>
-void reduce_typed(void* dst, const void* const* srcs, int nsrc, size_t count) {
+[[gnu::noinline]] void reduce_blocks(void* dst, const void* const* srcs, size_t n, size_t count) {
   using Elem = typename Lane::Elem;
-  const size_t n = static_cast<size_t>(nsrc);
-  if (count <= kFewElements) return reduce_few<Lane, Op>(dst, srcs, n, count);
   // The typed source pointers live on the stack for the usual group sizes: a
   // heap allocation here was a tenth of a small all_reduce's instructions.
   constexpr size_t kInlineSources = 16;
@@ -196,6 +213,30 @@ void reduce_typed(void* dst, const void* const* srcs, int nsrc, size_t count) {
   if (base < count) reduce_block<Lane, Op>(out, typed, n, base, count - base);
 }
 
+template <typename Lane, typename Op>
+void reduce_typed(void* dst, const void* const* srcs, int nsrc, size_t count) {
+  const size_t n = static_cast<size_t>(nsrc);
+  if (count <= kFewElements) {
+    if (n == 2) return reduce_few_of_two<Lane, Op>(dst, srcs, count);
+    return reduce_few_of_many<Lane, Op>(dst, srcs, n, count);
+  }
+  reduce_blocks<Lane, Op>(dst, srcs, n, count);
+}
+
+// Errors leave through these, out of line: a throw inline made every call save
+// and restore six registers for it (34 of a 2-element call's instructions).
+[[noreturn, gnu::noinline, gnu::cold]] void throw_no_sources(int nsrc) {
+  throw ValueError("reduce_n: need at least one source, got " + std::to_string(nsrc));
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void throw_bad_op(ReduceOp op) {
+  throw TypeError("reduce: invalid ReduceOp value " + std::to_string(static_cast<int>(op)));
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void throw_bad_dtype(DType dtype) {
+  throw TypeError("reduce_n: invalid DType value " + std::to_string(static_cast<int>(dtype)));
+}
+
 template <typename Lane>
 void reduce_arithmetic(void* dst, const void* const* srcs, int nsrc, size_t count, ReduceOp op) {
   switch (op) {
@@ -204,43 +245,49 @@ void reduce_arithmetic(void* dst, const void* const* srcs, int nsrc, size_t coun
     case ReduceOp::MIN: return reduce_typed<Lane, MinOp>(dst, srcs, nsrc, count);
     case ReduceOp::MAX: return reduce_typed<Lane, MaxOp>(dst, srcs, nsrc, count);
   }
-  throw TypeError("reduce: invalid ReduceOp value " + std::to_string(static_cast<int>(op)));
+  throw_bad_op(op);
+}
+
+// The AVX2 kernels' whole vectors, then the rest portably.
+[[gnu::noinline]] void reduce_n_vectorised(void* dst, const void* const* srcs, int nsrc,
+                                           size_t count, DType dtype, ReduceOp op) {
+  if (!avx2_kernels_available()) return reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
+  const bool half_width = dtype == DType::Float16 || dtype == DType::BFloat16;
+  const size_t done = half_width ? reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op)
+                                 : reduce_wide_avx2(dst, srcs, nsrc, count, dtype, op);
+  if (done == count) return;
+  if (done == 0) return reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
+  const size_t offset = done * element_size(dtype);
+  constexpr size_t kInlineSources = 16;
+  const void* inline_rest[kInlineSources];
+  std::vector<const void*> heap_rest;
+  const void** rest = inline_rest;
+  if (static_cast<size_t>(nsrc) > kInlineSources) {
+    heap_rest.resize(static_cast<size_t>(nsrc));
+    rest = heap_rest.data();
+  }
+  for (int k = 0; k < nsrc; ++k) rest[k] = static_cast<const uint8_t*>(srcs[k]) + offset;
+  reduce_n_portable(static_cast<uint8_t*>(dst) + offset, rest, nsrc, count - done, dtype, op);
 }
 
 }  // namespace
 
 void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
               ReduceOp op) {
-  if (nsrc < 1) throw ValueError("reduce_n: need at least one source, got " + std::to_string(nsrc));
+  if (nsrc < 1) throw_no_sources(nsrc);
   // Floats and 32/64-bit integers beyond a few elements: whole vectors in AVX2
-  // where the CPU has it (reduce_kernels_avx2.h), the rest here.
-  const bool half_width = dtype == DType::Float16 || dtype == DType::BFloat16;
-  const bool wide = dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Int32 ||
-                    dtype == DType::Int64;
-  if ((half_width || wide) && count > kFewElements && avx2_kernels_available()) {
-    const size_t done = half_width ? reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op)
-                                   : reduce_wide_avx2(dst, srcs, nsrc, count, dtype, op);
-    if (done == count) return;
-    if (done == 0) return reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
-    const size_t offset = done * element_size(dtype);
-    constexpr size_t kInlineSources = 16;
-    const void* inline_rest[kInlineSources];
-    std::vector<const void*> heap_rest;
-    const void** rest = inline_rest;
-    if (static_cast<size_t>(nsrc) > kInlineSources) {
-      heap_rest.resize(static_cast<size_t>(nsrc));
-      rest = heap_rest.data();
-    }
-    for (int k = 0; k < nsrc; ++k) rest[k] = static_cast<const uint8_t*>(srcs[k]) + offset;
-    return reduce_n_portable(static_cast<uint8_t*>(dst) + offset, rest, nsrc, count - done, dtype,
-                             op);
-  }
+  // where the CPU has it (reduce_kernels_avx2.h), the rest portably.
+  const bool vector_dtype = dtype == DType::Float32 || dtype == DType::Float64 ||
+                            dtype == DType::Int32 || dtype == DType::Int64 ||
+                            dtype == DType::Float16 || dtype == DType::BFloat16;
+  if (vector_dtype && count > kFewElements)
+    return reduce_n_vectorised(dst, srcs, nsrc, count, dtype, op);
   reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
 }
 
 void reduce_n_portable(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
                        ReduceOp op) {
-  if (nsrc < 1) throw ValueError("reduce_n: need at least one source, got " + std::to_string(nsrc));
+  if (nsrc < 1) throw_no_sources(nsrc);
   switch (dtype) {
     case DType::Bool:
       if (op == ReduceOp::SUM || op == ReduceOp::MAX) {
@@ -257,7 +304,7 @@ void reduce_n_portable(void* dst, const void* const* srcs, int nsrc, size_t coun
     case DType::Float32: return reduce_arithmetic<PlainLane<float>>(dst, srcs, nsrc, count, op);
     case DType::Float64: return reduce_arithmetic<PlainLane<double>>(dst, srcs, nsrc, count, op);
   }
-  throw TypeError("reduce_n: invalid DType value " + std::to_string(static_cast<int>(dtype)));
+  throw_bad_dtype(dtype);
 }
 
 }  // namespace collie::detail
