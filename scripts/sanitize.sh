@@ -66,7 +66,10 @@ run_kind() {
   case $kind in
     asan)
       dir=build-asan
-      flags="-O1 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+      # -Wno-maybe-uninitialized: GCC 12 with ASan at -O1 reports 60 false ones
+      # inside libstdc++'s <regex> (std::function moves in _NFA, from the tests'
+      # regexes); the other builds keep the warning.
+      flags="-O1 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Wno-maybe-uninitialized"
       core=("${asan_core[@]}")
       targets=("${asan_targets[@]}")
       select=("${asan_ctest[@]}")
