@@ -49,11 +49,15 @@ struct SegmentHeader {
 
 // What the owner publishes for one step, in one cache line: a peer waiting for
 // the step reads the flag, the fingerprint and (for calls of at most
-// kInlineBytes per rank) the data with a single cross-core transfer.
-inline constexpr size_t kInlineBytes = 32;
+// kInlineBytes per rank) the data with a single cross-core transfer. Only the
+// two words a peer compares (Fingerprint::same_call) are here; the call's
+// sequence number, for error messages only, is in the step record. That gave
+// the data 40 bytes instead of 32: 2 ranks' all_to_all of 64 B (counts and a
+// 32-byte piece) fits a line, as do reductions of ten float32 elements.
+inline constexpr size_t kInlineBytes = 40;
 struct alignas(64) StepLine {
   std::atomic<uint64_t> step{0};  // the last step published here (k, k+2, ...)
-  std::atomic<uint64_t> fingerprint[3] = {};
+  std::atomic<uint64_t> fingerprint[2] = {};
   uint8_t data[kInlineBytes] = {};
 };
 static_assert(sizeof(StepLine) == 64, "a step line is one cache line");

@@ -229,6 +229,8 @@ Progress StepOp::advance() {
       StepLine& line = mine.line[step_ % kStepLines];
       for (int w = 0; w < 3; ++w) {
         record.fingerprint[w].store(fingerprint_.words[w], std::memory_order_relaxed);
+      }
+      for (int w = 0; w < 2; ++w) {
         line.fingerprint[w].store(fingerprint_.words[w], std::memory_order_relaxed);
       }
       record.step.store(step_, std::memory_order_relaxed);
