@@ -1,6 +1,7 @@
 #include "backends/shm/step_op.h"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include "backends/shm/engine.h"
@@ -227,10 +228,11 @@ Progress StepOp::advance() {
       produce(index_, data_of(me, step_));
       StepRecord& record = mine.record[step_ % kStepRecords];
       StepLine& line = mine.line[step_ % kStepLines];
-      for (int w = 0; w < 3; ++w) {
+      // The record keeps every word; the line only those peers compare (layout.h).
+      for (size_t w = 0; w < std::size(record.fingerprint); ++w) {
         record.fingerprint[w].store(fingerprint_.words[w], std::memory_order_relaxed);
       }
-      for (int w = 0; w < 2; ++w) {
+      for (size_t w = 0; w < std::size(line.fingerprint); ++w) {
         line.fingerprint[w].store(fingerprint_.words[w], std::memory_order_relaxed);
       }
       record.step.store(step_, std::memory_order_relaxed);
