@@ -1,13 +1,13 @@
 // Tests of the multi-rank harness itself: exit statuses, failure messages, the deadline,
 // the environment each rank gets, and the in-child check macros.
 #include <fcntl.h>
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <gtest/gtest-spi.h>
-#include <gtest/gtest.h>
-
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -187,6 +187,69 @@ TEST(Harness, ClosedFormValuesAreExactAndSmall) {
   }
   EXPECT_TRUE(seen_or[0] && seen_or[1]);
   EXPECT_TRUE(seen_and[0] && seen_and[1]);
+}
+
+// make_tensor and check_tensor work a chunk at a time (values.h): elements on
+// both sides of chunk boundaries, in every dtype, land where they belong, and a
+// check reports how many differ and the first few, wherever they are.
+TEST(Harness, MakeAndCheckTensorAcrossChunks) {
+  const int64_t n = 3 * detail::kValueChunk + 7;
+  for (DType dt : all_dtypes()) {
+    SCOPED_TRACE(dtype_name(dt));
+    auto value = [dt](int64_t i) { return pattern_value(dt, 3, i); };
+    Tensor t = make_tensor({n}, dt, value);
+    const std::vector<double> stored = values_of(t);
+    ASSERT_EQ(static_cast<int64_t>(stored.size()), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(stored[static_cast<size_t>(i)],
+                dt == DType::Bool ? double(value(i) != 0) : value(i))
+          << "element " << i;
+    }
+    EXPECT_NO_THROW(check_tensor(t, dt, {n}, value, "same"));
+    // Wrong at two neighbours inside the first chunk, at its last element, the
+    // first of the second and the very last one.
+    const int64_t last_of_first = detail::kValueChunk - 1;
+    const std::vector<int64_t> wrong_at = {5, 6, last_of_first, last_of_first + 1, n - 1};
+    auto off = [&](int64_t i) {
+      const bool wrong = std::find(wrong_at.begin(), wrong_at.end(), i) != wrong_at.end();
+      if (!wrong) return value(i);
+      return dt == DType::Bool ? double(value(i) == 0) : value(i) + 1;
+    };
+    try {
+      check_tensor(t, dt, {n}, off, "shifted");
+      ADD_FAILURE() << "check_tensor accepted wrong values";
+    } catch (const CheckFailure& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("shifted [" + std::string(dtype_name(dt)) + "]"), std::string::npos) << m;
+      EXPECT_NE(m.find("5 of " + std::to_string(n) + " elements differ"), std::string::npos) << m;
+      for (int64_t i : wrong_at) {
+        EXPECT_NE(m.find("[" + std::to_string(i) + "] got"), std::string::npos) << i << ": " << m;
+      }
+    }
+  }
+  // Dtype and shape are checked before any element.
+  Tensor f = make_tensor({4}, DType::Float32, [](int64_t i) { return i; });
+  EXPECT_THROW(check_tensor(
+                   f, DType::Int32, {4}, [](int64_t i) { return i; }, "dtype"),
+               CheckFailure);
+  EXPECT_THROW(check_tensor(
+                   f, DType::Float32, {2, 2}, [](int64_t i) { return i; }, "shape"),
+               CheckFailure);
+}
+
+// A bool element is compared as the byte it is: one the library wrote as 2
+// (a sum instead of an or) is a mismatch, not "true".
+TEST(Harness, CheckTensorRejectsABoolByteOtherThanZeroOrOne) {
+  Tensor t = make_tensor({3}, DType::Bool, [](int64_t) { return 1; });
+  static_cast<unsigned char*>(t.data_ptr())[1] = 2;
+  try {
+    check_tensor(
+        t, DType::Bool, {3}, [](int64_t) { return 1; }, "or");
+    ADD_FAILURE() << "check_tensor accepted a bool byte of 2";
+  } catch (const CheckFailure& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("1 of 3 elements differ: [1] got 2 want 1"), std::string::npos) << m;
+  }
 }
 
 }  // namespace

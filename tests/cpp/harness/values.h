@@ -12,8 +12,9 @@
 //                "all_reduce");
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <functional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,17 +48,79 @@ double expected_reduction(DType dtype, ReduceOp op, const std::vector<int>& rank
 
 // A data pattern for ops that move data: distinct per key (usually a rank), small integers.
 //   bool: (i + key) % 3 == 0;  uint8: (5i + 17 key) % 101;  other: (5i + 17 key) % 101 - 50
-double pattern_value(DType dtype, int key, int64_t i);
+// (Inline: tests evaluate it for every element of tensors of up to 36 M elements.)
+inline double pattern_value(DType dtype, int key, int64_t i) {
+  if (dtype == DType::Bool) return (i + key) % 3 == 0;
+  const double v = static_cast<double>((5 * i + 17 * static_cast<int64_t>(key)) % 101);
+  return dtype == DType::UInt8 ? v : v - 50;
+}
 
-// A new contiguous tensor of `shape` and `dtype` with element i (row-major) = value(i).
-Tensor make_tensor(const Shape& shape, DType dtype, const std::function<double(int64_t)>& value);
+namespace detail {
+// make_tensor and check_tensor evaluate their formula a chunk of elements at a
+// time into doubles, and convert or compare each chunk in values.cc: the
+// formula's call is then inlined into the loop instead of going through a
+// std::function per element (which under ASan was most of the data-moving
+// tests' time), while the per-dtype loops are compiled once.
+inline constexpr int64_t kValueChunk = 512;
+
+// check_tensor's checks of dtype, shape and layout (at construction), and its
+// report of the mismatching elements.
+class MismatchLog {
+ public:
+  MismatchLog(const Tensor& got, DType dtype, const Shape& shape, const std::string& what);
+  void add(int64_t index, double got, double want);
+  void finish();  // throws CheckFailure if any element differed
+
+ private:
+  std::string where_;
+  Shape shape_;
+  int64_t numel_;
+  int64_t bad_ = 0;
+  std::ostringstream first_few_;
+};
+
+// Writes values[0, n) to elements [first, first + n) of contiguous tensor t.
+void store_values(Tensor& t, int64_t first, const double* values, int64_t n);
+// Compares elements [first, first + n) of contiguous tensor got with want[0, n)
+// and logs those that differ.
+void compare_values(const Tensor& got, int64_t first, const double* want, int64_t n,
+                    MismatchLog& log);
+}  // namespace detail
+
+// A new contiguous tensor of `shape` and `dtype` with element i (row-major) = value(i),
+// value being any callable taking int64_t and returning a number.
+template <typename ValueFn>
+Tensor make_tensor(const Shape& shape, DType dtype, ValueFn&& value) {
+  Tensor t = Tensor::empty(shape, dtype);
+  const int64_t n = t.numel();
+  double chunk[detail::kValueChunk];
+  for (int64_t first = 0; first < n; first += detail::kValueChunk) {
+    const int64_t count = std::min(detail::kValueChunk, n - first);
+    for (int64_t k = 0; k < count; ++k) chunk[k] = static_cast<double>(value(first + k));
+    detail::store_values(t, first, chunk, count);
+  }
+  return t;
+}
+
 // Elements in row-major order as doubles (any strides).
 std::vector<double> values_of(const Tensor& t);
 
 // Checks dtype, shape, that the tensor is contiguous, and every element against expected(i)
-// (exactly). Throws CheckFailure naming `what`, the dtype and the first mismatches.
-void check_tensor(const Tensor& got, DType dtype, const Shape& shape,
-                  const std::function<double(int64_t)>& expected, const std::string& what);
+// (exactly; bool elements against expected(i) != 0). Throws CheckFailure naming `what`, the
+// dtype and the first mismatches.
+template <typename ExpectedFn>
+void check_tensor(const Tensor& got, DType dtype, const Shape& shape, ExpectedFn&& expected,
+                  const std::string& what) {
+  detail::MismatchLog log(got, dtype, shape, what);
+  const int64_t n = got.numel();
+  double chunk[detail::kValueChunk];
+  for (int64_t first = 0; first < n; first += detail::kValueChunk) {
+    const int64_t count = std::min(detail::kValueChunk, n - first);
+    for (int64_t k = 0; k < count; ++k) chunk[k] = static_cast<double>(expected(first + k));
+    detail::compare_values(got, first, chunk, count, log);
+  }
+  log.finish();
+}
 
 // 0..n-1
 std::vector<int> iota_ranks(int n);
