@@ -141,20 +141,25 @@ class ReduceToRootOp final : public ChunkedOp {
 
  private:
   // Step sizes measured on the 2-core machines (2 ranks, against OpenMPI): up to
-  // 128 KiB sixteenth parts of at least 8 KiB (the copy hides behind the
-  // reduction; one step was 0.7x at 128 KiB, 16 steps 1.3x); up to 512 KiB halves;
-  // beyond, quarters of at least 256 KiB — smaller steps there lose more to
-  // cache-line traffic between the cores than they gain in overlap (2 MiB in
-  // 128 KiB steps took twice as long as in 512 KiB ones). With more ranks than
-  // CPUs nothing overlaps and every step waits for every rank to be scheduled,
-  // so a slot's worth at a time (4 ranks on 2 cores: 64 KiB 31 -> 17 us, 128 KiB
-  // 59 -> 27, 512 KiB 120 -> 78). Depends only on what the fingerprint checks
-  // (the oversubscribed form is marked in it), so every rank splits alike.
+  // 128 KiB steps of 16 KiB, which the root reduces while the others copy the
+  // next one in (one step was 0.7x at 128 KiB, sixteenth parts of at least 8 KiB
+  // 1.3x on the Zen 4 VM; on the Zen 5 Firecracker VM 16 KiB steps took 11-33 %
+  // less than those from 32 to 128 KiB after a barrier, 4 KiB ones twice as
+  // long); up to 512 KiB halves (16-64 KiB steps there were faster in some runs
+  // and slower in others); beyond, quarters of at least 256 KiB — smaller steps
+  // there lose more to cache-line traffic between the cores than they gain in
+  // overlap (2 MiB in 128 KiB steps took twice as long as in 512 KiB ones on the
+  // Zen 4 VM, 16-128 KiB steps up to 9 % longer at 1-8 MiB on the Zen 5 VM). With
+  // more ranks than CPUs nothing overlaps and every step waits for every rank to
+  // be scheduled, so a slot's worth at a time (4 ranks on 2 cores: 64 KiB 31 ->
+  // 17 us, 128 KiB 59 -> 27, 512 KiB 120 -> 78). Depends only on what the
+  // fingerprint checks (the oversubscribed form is marked in it), so every rank
+  // splits alike.
   static size_t pipelined_elems(const ShmGroup& g, size_t count, DType dtype) {
     const size_t esize = element_size(dtype);
     const size_t bytes = count * esize;
     if (g.config().oversubscribed) return 0;  // a slot's worth (ChunkedOp)
-    size_t step = bytes <= (128u << 10)   ? std::max<size_t>(8u << 10, bytes / 16)
+    size_t step = bytes <= (128u << 10)   ? (16u << 10)
                   : bytes <= (512u << 10) ? bytes / 2
                                           : std::max<size_t>(256u << 10, bytes / 4);
     step = std::min(step / 64 * 64, g.slot_bytes());
