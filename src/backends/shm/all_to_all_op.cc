@@ -188,6 +188,10 @@ class AllToAllOp final : public StepOp {
         any_pulled |= d != self && pulled(send_[d], in_on_huge_pages_);
       }
       if (!any_pulled) counts_width_ = CompactStep::counts_width(n, largest);
+      // Counts in the line: what this rank reads first from a peer's slot is
+      // the piece for it, at the same place in every peer's slot.
+      if (counts_width_ != 0)
+        prefetch_peers_data(header_bytes_ + self * piece_bytes_, largest * esize_);
     }
   }
 

@@ -127,11 +127,42 @@ bool StepOp::peers_freed(uint64_t step) const {
   return true;
 }
 
+// Data in a small slot (or a slot) is a second cache line or two to fetch
+// after a peer's flag, and reading it only once the flag shows makes the two
+// cross-core transfers one after the other. So when the data is at most
+// kPrefetchedLines lines (prefetch_peers_data), each look at the flags also
+// prefetches it: when a peer publishes, the look that sees its flag has its
+// data on the way too (its stores to the data come before the flag's, and the
+// prefetch is issued after the flag's load). 2 ranks, back to back, on the
+// Firecracker VM's slow phase (alternating runs): all_gather 44-128 B per rank
+// 0.69-0.87 -> 0.59-0.73 us, all_reduce 48-96 B 0.66-0.81 -> 0.58-0.71,
+// reduce_scatter 128 B 0.70-0.76 -> 0.61-0.65, all_to_all's 64-byte pieces
+// 0.77-0.96 -> 0.65-0.83. More lines (up to 8) were no faster at 256 B-2 KiB
+// and up to 12 % slower for 1 KiB pieces: a reader that keeps fetching lines
+// its peer is still writing makes the writer take them back. A prefetch is only
+// a hint: the data is read after the flag, as before.
 bool StepOp::peers_ready(uint64_t step) const {
-  for (int p = 0; p < group_.size(); ++p) {
-    if (waits_for(p) && !published(group_, p, step)) return false;
+  if (prefetched_lines_ == 0) {
+    for (int p = 0; p < group_.size(); ++p) {
+      if (waits_for(p) && !published(group_, p, step)) return false;
+    }
+    return true;
   }
-  return true;
+  bool ready = true;
+  const int me = group_.rank();
+  for (int p = 0; p < group_.size(); ++p) {
+    if (!waits_for(p) || p == me) continue;
+    ready &= published(group_, p, step);
+    const uint8_t* data = data_of(p, step) + prefetch_offset_;
+    for (unsigned l = 0; l < prefetched_lines_; ++l) __builtin_prefetch(data + 64 * l, 0, 3);
+  }
+  return ready;
+}
+
+void StepOp::prefetch_peers_data(size_t offset, size_t bytes) {
+  if (bytes == 0 || bytes > kPrefetchedLines * 64) return;
+  prefetch_offset_ = offset;
+  prefetched_lines_ = static_cast<uint8_t>((bytes + 63) / 64);
 }
 
 bool StepOp::place_small(size_t bytes_per_step) {
@@ -139,6 +170,7 @@ bool StepOp::place_small(size_t bytes_per_step) {
     place_ = Place::kLine;
   } else if (bytes_per_step <= kSmallSlotBytes) {
     place_ = Place::kSmallSlot;
+    prefetch_peers_data(0, bytes_per_step);
   }
   return place_ != Place::kSlot;
 }

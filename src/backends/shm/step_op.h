@@ -85,6 +85,12 @@ class StepOp : public OpState {
   // row). False (nothing changes) for more. The same choice on every rank (it
   // may depend only on what the fingerprint checks).
   bool place_small(size_t bytes_per_step);
+  // Has every look at the peers' flags also prefetch the `bytes` this rank will
+  // read from `offset` in each peer's data for the step (data_of), so that they
+  // travel with the flag instead of after it; nothing if `bytes` is more than
+  // kPrefetchedLines lines. place_small() asks for its small slots' data; ops
+  // whose steps go to the slots may ask for what they read there.
+  void prefetch_peers_data(size_t offset, size_t bytes);
   // This rank's slot for the step after the one being consumed. Inside consume()
   // it is already free: every peer published ready for this step, so every peer
   // finished reading the step before it, which used that slot.
@@ -109,6 +115,11 @@ class StepOp : public OpState {
   uint64_t step_ = 0;  // the group's step number for index_, 0 before it starts
   enum class Place { kSlot, kSmallSlot, kLine };  // where a step's data goes
   Place place_ = Place::kSlot;
+  // What of each peer's data for the step every look at its flag prefetches
+  // (peers_ready): prefetched_lines_ lines from prefetch_offset_.
+  static constexpr size_t kPrefetchedLines = 2;
+  size_t prefetch_offset_ = 0;
+  uint8_t prefetched_lines_ = 0;
   // How many steps ahead of its slowest peer this op's steps may be published.
   uint64_t lead() const { return place_ == Place::kSlot ? 1 : kStepLines - 1; }
   int source_ = kEveryRank;  // whose step flags step 3 waits for (eager calls)
