@@ -202,7 +202,11 @@ void StepOp::make_eager(int root, bool root_sends, size_t bytes_per_rank) {
   if (group_.config().check_every_call || nsteps_ != 1 || bytes_per_rank > kEagerBytes) return;
   const bool root_here = group_.rank() == root;
   if (root_sends) {
-    source_ = root_here ? kNoRank : root;
+    // With 2 ranks the root is every peer: a non-root that waits for it checks
+    // every fingerprint at once and leaves nothing unchecked, so later calls need
+    // not read the root's step records again (2 ranks, broadcast of 256-512 B back
+    // to back: 0.44-0.50 -> 0.37-0.41 us).
+    source_ = root_here ? kNoRank : group_.size() == 2 ? kEveryRank : root;
   } else {
     source_ = root_here ? kEveryRank : kNoRank;
   }

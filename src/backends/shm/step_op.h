@@ -19,7 +19,8 @@
 // only for the ranks whose data it reads: a broadcast's or scatter's root and a
 // reduce's or gather's non-roots read nobody's and return at once, like MPI's
 // eager sends; the others wait for the root (broadcast, scatter) or for everyone
-// (the root of reduce, gather). The fingerprints it did not wait for are kept
+// (the root of reduce, gather; a non-root of broadcast or scatter in a group of
+// 2, where the root is every peer). The fingerprints it did not wait for are kept
 // (ShmGroup::unchecked) and compared, from the peers' step records, as soon as
 // every peer has published that step: at the latest when this rank's next call
 // that waits for every rank has them all, before it gets kStepLines + 1 steps past
