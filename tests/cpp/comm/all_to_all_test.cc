@@ -484,5 +484,34 @@ TEST(AllToAll, CountMismatchIsCommError) {
   });
 }
 
+// The same in each form of step 0, where every rank reads the whole matrix and
+// raises alike: pieces in the line (2 elements), counts in the line and pieces in
+// the slot (40), counts in the slot's header (70,000). Rank 1 expects one element
+// more from rank 0 than rank 0 sends. Each form on a group of its own (a failed
+// call leaves its group unusable); the world works after them all.
+TEST(AllToAll, CountMismatchRaisesOnEveryRankInEachStepForm) {
+  run_ranks(2, [](int rank) {
+    SoftChecks soft;
+    for (int64_t count : {int64_t{2}, int64_t{40}, int64_t{70000}}) {
+      const std::string what = "pieces of " + std::to_string(count) + " elements";
+      const std::string group = "pair" + std::to_string(count);
+      create_group(group, {0, 1});
+      std::vector<Tensor> inputs = {Tensor::ones({count}), Tensor::ones({count})};
+      std::vector<Shape> shapes = {Shape{rank == 1 ? count + 1 : count}, Shape{count}};
+      const std::string pair = "rank 0 sends " + std::to_string(count) +
+                               " elements to rank 1, which expects " + std::to_string(count + 1);
+      soft.check(what, [&] {
+        RCHECK_THROWS_DERIVED(all_to_all_with_output_shape(shapes, inputs, group),
+                              collie::CommError, "send and receive sizes disagree", pair);
+      });
+      destroy_group(group);
+    }
+    soft.finish();
+    auto [y, h] = all_to_all_single_with_output_shape({2}, Tensor::ones({2}));
+    check_tensor(
+        y, DType::Float32, {2}, [](int64_t) { return 1.0; }, "all_to_all after");
+  });
+}
+
 }  // namespace
 }  // namespace collie::testing
