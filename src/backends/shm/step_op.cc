@@ -137,7 +137,9 @@ bool StepOp::peers_freed(uint64_t step) const {
 // Firecracker VM's slow phase (alternating runs): all_gather 44-128 B per rank
 // 0.69-0.87 -> 0.59-0.73 us, all_reduce 48-96 B 0.66-0.81 -> 0.58-0.71,
 // reduce_scatter 128 B 0.70-0.76 -> 0.61-0.65, all_to_all's 64-byte pieces
-// 0.77-0.96 -> 0.65-0.83. More lines (up to 8) were no faster at 256 B-2 KiB
+// 0.77-0.96 -> 0.65-0.83; in the fast phase, where a peer's line arrives
+// sooner, the same within the noise either way (all_gather 88 B 0.30-0.35 us).
+// More lines (up to 8) were no faster at 256 B-2 KiB
 // and up to 12 % slower for 1 KiB pieces: a reader that keeps fetching lines
 // its peer is still writing makes the writer take them back. A prefetch is only
 // a hint: the data is read after the flag, as before.
