@@ -62,6 +62,7 @@
 #include "backends/shm/collectives.h"
 #include "backends/shm/engine.h"
 #include "backends/shm/huge_page_probe.h"
+#include "backends/shm/large_copy.h"
 #include "backends/shm/step_op.h"
 #include "backends/shm/step_range.h"
 #include "backends/shm/stream_copy.h"
@@ -422,7 +423,7 @@ class AllToAllOp final : public StepOp {
     if (stream_output_) {
       stream_copy(dst, src, bytes);
     } else {
-      std::memcpy(dst, src, bytes);
+      large_copy(dst, src, bytes);
     }
   }
 

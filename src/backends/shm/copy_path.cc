@@ -13,8 +13,6 @@
 
 namespace collie::detail {
 
-namespace {
-
 // The CPUID vendor string (leaf 0: EBX, EDX, ECX), "" off x86.
 std::string cpu_vendor() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -42,6 +40,8 @@ unsigned cpu_family() {
   return 0;
 #endif
 }
+
+namespace {
 
 // COLLIE_COPY_PATH, "" when unset or auto.
 std::string chosen_by_env() {

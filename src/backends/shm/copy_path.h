@@ -65,6 +65,13 @@ const char* copy_path_name(CopyPath path);
 // without CMA stages. ValueError as copy_path_preference().
 std::string describe_copy_path_preference();
 
+// The CPUID vendor string ("GenuineIntel", "AuthenticAMD", ...), "" off x86.
+std::string cpu_vendor();
+
+// The CPU's family as the vendors number it (base plus extended family: Zen 4
+// is 0x19, Zen 5 0x1A), 0 off x86.
+unsigned cpu_family();
+
 // The preference of a CPU whose CPUID vendor string is `vendor`
 // ("GenuineIntel", "AuthenticAMD", ...; "" when unknown) and whose family
 // (base plus extended, as the vendors number them: Zen 4 is 0x19, Zen 5 0x1A;

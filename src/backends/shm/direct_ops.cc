@@ -5,6 +5,7 @@
 
 #include "backends/shm/cma.h"
 #include "backends/shm/engine.h"
+#include "backends/shm/large_copy.h"
 #include "backends/shm/step_op.h"
 #include "backends/shm/stream_copy.h"
 #include "collie/errors.h"
@@ -25,7 +26,7 @@ void copy(void* dst, const void* src, size_t n, bool stream) {
   if (stream) {
     stream_copy(dst, src, n);
   } else {
-    std::memcpy(dst, src, n);
+    large_copy(dst, src, n);
   }
 }
 

@@ -1,0 +1,50 @@
+#include "backends/shm/large_copy.h"
+
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include "backends/shm/copy_path.h"
+
+namespace collie::detail {
+namespace {
+
+// CPUID 7.0 EBX bit 9: Enhanced REP MOVSB.
+bool cpu_has_erms() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ebx & (1u << 9)) != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool large_copy_rep_movsb_for_cpu(std::string_view vendor, unsigned family, bool erms) {
+  return vendor == "AuthenticAMD" && family >= 0x1A && erms;
+}
+
+bool large_copy_uses_rep_movsb() {
+#if defined(__x86_64__)
+  static const bool uses = large_copy_rep_movsb_for_cpu(cpu_vendor(), cpu_family(), cpu_has_erms());
+  return uses;
+#else
+  return false;
+#endif
+}
+
+void large_copy(void* dst, const void* src, size_t n) {
+#if defined(__x86_64__)
+  if (n >= kLargeCopyBytes && large_copy_uses_rep_movsb()) {
+    asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+    return;
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
+}  // namespace collie::detail

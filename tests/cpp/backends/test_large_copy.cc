@@ -1,0 +1,64 @@
+// large_copy (src/backends/shm/large_copy.h): which CPUs take `rep movsb`, and
+// that the copy is exact on either path, at every size around the threshold,
+// from and to every alignment, touching nothing outside the destination.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/shm/copy_path.h"
+#include "backends/shm/large_copy.h"
+
+namespace collie::detail {
+namespace {
+
+TEST(LargeCopy, RepMovsbOnlyOnZen5AndLaterWithErms) {
+  EXPECT_TRUE(large_copy_rep_movsb_for_cpu("AuthenticAMD", 0x1A, true));  // Zen 5
+  EXPECT_TRUE(large_copy_rep_movsb_for_cpu("AuthenticAMD", 0x1B, true));
+  EXPECT_FALSE(large_copy_rep_movsb_for_cpu("AuthenticAMD", 0x1A, false));  // no ERMS
+  EXPECT_FALSE(large_copy_rep_movsb_for_cpu("AuthenticAMD", 0x19, true));   // Zen 3-4
+  EXPECT_FALSE(large_copy_rep_movsb_for_cpu("GenuineIntel", 6, true));      // glibc does already
+  EXPECT_FALSE(large_copy_rep_movsb_for_cpu("", 0, false));                 // not x86
+}
+
+// Every Zen 5 has ERMS, so here the rule comes down to vendor and family.
+TEST(LargeCopy, ThisCpuFollowsTheRule) {
+  const bool zen5_or_later = cpu_vendor() == "AuthenticAMD" && cpu_family() >= 0x1A;
+  EXPECT_EQ(large_copy_uses_rep_movsb(), zen5_or_later);
+}
+
+// Byte i of the source is a function of i that repeats only every 251 bytes,
+// so a shifted or truncated copy shows.
+uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 7 + i / 251); }
+
+TEST(LargeCopy, CopiesExactlyAtEverySizeAndAlignment) {
+  constexpr size_t kGuard = 64;
+  const size_t sizes[] = {0,
+                          1,
+                          63,
+                          4096,
+                          kLargeCopyBytes - 1,
+                          kLargeCopyBytes,
+                          kLargeCopyBytes + 1,
+                          kLargeCopyBytes + 4097,
+                          3 * kLargeCopyBytes};
+  for (size_t n : sizes) {
+    for (size_t src_off : {0, 1, 8, 63}) {
+      for (size_t dst_off : {0, 3, 32}) {
+        std::vector<uint8_t> src(n + src_off);
+        for (size_t i = 0; i < n; ++i) src[src_off + i] = pattern(i);
+        std::vector<uint8_t> dst(n + dst_off + 2 * kGuard, 0xA5);
+        large_copy(dst.data() + kGuard + dst_off, src.data() + src_off, n);
+        size_t wrong = 0;
+        for (size_t i = 0; i < n; ++i) wrong += dst[kGuard + dst_off + i] != pattern(i);
+        EXPECT_EQ(wrong, 0u) << n << " bytes from offset " << src_off << " to " << dst_off;
+        for (size_t i = 0; i < kGuard + dst_off; ++i) ASSERT_EQ(dst[i], 0xA5) << "before, " << n;
+        for (size_t i = kGuard + dst_off + n; i < dst.size(); ++i)
+          ASSERT_EQ(dst[i], 0xA5) << "after, " << n;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace collie::detail
