@@ -1,11 +1,11 @@
 // The three all-to-all functions of comm_func (collie/comm.h).
 #include <algorithm>
-#include <array>
 #include <numeric>
 #include <span>
 #include <string>
 
 #include "api/api_common.h"
+#include "core/inline_or_heap.h"
 #include "runtime/shared_output.h"
 
 namespace collie {
@@ -28,26 +28,18 @@ std::string list_str(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-// One call's send and receive counts (n each), on the stack for groups of up
-// to kInlineRanks ranks: a small call allocates nothing for them.
+// One call's send and receive counts (n each), inside the object for groups of
+// up to 32 ranks: a small call allocates nothing for them.
 class CallCounts {
  public:
-  explicit CallCounts(size_t n) : n_(n) {
-    if (2 * n > inline_.size()) heap_.resize(2 * n);
-  }
-  CallCounts(const CallCounts&) = delete;
-  CallCounts& operator=(const CallCounts&) = delete;
+  explicit CallCounts(size_t n) : n_(n), counts_(2 * n) {}
 
-  std::span<size_t> send() { return {data(), n_}; }
-  std::span<size_t> recv() { return {data() + n_, n_}; }
+  std::span<size_t> send() { return counts_.span().first(n_); }
+  std::span<size_t> recv() { return counts_.span().subspan(n_, n_); }
 
  private:
-  static constexpr size_t kInlineRanks = 32;
-  size_t* data() { return heap_.empty() ? inline_.data() : heap_.data(); }
-
   size_t n_;
-  std::array<size_t, 2 * kInlineRanks> inline_;  // every word used is written first
-  detail::Counts heap_;
+  detail::InlineOrHeap<size_t, 64> counts_;
 };
 
 // Element counts per rank of a split along dim 0 (rows of `row` elements) into

@@ -12,58 +12,23 @@
 #include <atomic>
 #include <exception>
 #include <memory>
-#include <new>
 #include <optional>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "api/p2p_start.h"
+#include "core/inline_or_heap.h"
 
 namespace collie {
 
 using detail::Backend;
 using detail::Group;
+using detail::InlineOrHeap;
 using detail::OpInfo;
 using detail::OpKind;
 
 namespace {
-
-// Room for N T on the stack, or a vector when more are needed: a batch is
-// usually a few ops, so it allocates only its results. Only the n in use are
-// constructed (constructing and destroying all N cost an exchange of two 8 B
-// messages 180 of its 4,300 instructions).
-template <typename T, size_t N>
-class InlineOrHeap {
-  // The constructor's loop could not undo a throw halfway.
-  static_assert(std::is_nothrow_default_constructible_v<T>);
-
- public:
-  explicit InlineOrHeap(size_t n) {
-    if (n > N) {
-      heap_.resize(n);
-      items_ = std::span<T>(heap_);
-    } else {
-      T* first = reinterpret_cast<T*>(inline_);
-      for (size_t i = 0; i < n; ++i) new (first + i) T();
-      items_ = std::span<T>(first, n);
-    }
-  }
-  ~InlineOrHeap() {
-    if (heap_.empty()) std::destroy(items_.begin(), items_.end());
-  }
-  InlineOrHeap(const InlineOrHeap&) = delete;
-  InlineOrHeap& operator=(const InlineOrHeap&) = delete;
-  T& operator[](size_t i) { return items_[i]; }
-  const T& operator[](size_t i) const { return items_[i]; }
-  size_t size() const { return items_.size(); }
-
- private:
-  alignas(T) unsigned char inline_[N * sizeof(T)];
-  std::vector<T> heap_;
-  std::span<T> items_;
-};
 
 // One op, as checked and prepared before anything starts.
 struct Part {
@@ -78,6 +43,10 @@ struct Run {
   WorkPtr work;
 };
 
+// A batch is usually a few ops: up to this many, its parts and runs live in the
+// Batch and it allocates only its results. Only the ops in use are constructed
+// (constructing and destroying all eight cost an exchange of two 8 B messages 180
+// of its 4,300 instructions).
 constexpr size_t kInlineOps = 8;
 
 // An isend's result: a 0-d float32 zero. A loop of batches is done with each

@@ -67,6 +67,8 @@
 #include "backends/shm/step_range.h"
 #include "backends/shm/stream_copy.h"
 #include "collie/errors.h"
+#include "core/inline_or_heap.h"
+#include "core/small_pool.h"
 
 namespace collie::detail {
 namespace {
@@ -132,6 +134,9 @@ class CompactStep {
   static size_t pieces_at(size_t n, uint8_t width) { return 1 + 2 * n * width; }
 };
 
+// Words of an AllToAllOp's table for n ranks (AllToAllOp::table_).
+constexpr size_t table_words(size_t n) { return 4 * n + 2 * n * n + n; }
+
 class AllToAllOp final : public StepOp {
  public:
   AllToAllOp(const CollectiveCall& c, const void* in, CountSpan send_counts, void* out,
@@ -148,10 +153,7 @@ class AllToAllOp final : public StepOp {
         per_step_(piece_bytes_ >> std::countr_zero(esize_)),  // sizes are powers of two
         cma_(c.group->cma()),
         cma_pieces_(c.group->copy_rules().all_to_all_piece_cma),
-        // One allocation for all (a small call's only one): the counts, the
-        // displacements, then the matrix and whose input lies on huge pages (step 0).
-        table_(4 * send_counts.size() + 2 * send_counts.size() * send_counts.size() +
-               send_counts.size()),
+        table_(table_words(send_counts.size())),
         send_(table_.data(), send_counts.size()),
         recv_(table_.data() + send_counts.size(), send_counts.size()) {
     // One pass: the table, the totals, the largest count and piece.
@@ -478,7 +480,9 @@ class AllToAllOp final : public StepOp {
   // This rank's n send and n receive counts, where each piece starts (n in the
   // input, then n in the output), then the count matrix as read in step 0 (2n
   // per rank: matrix()) and, per rank, whether its input lies on huge pages.
-  Counts table_;
+  // Inside the op up to 4 ranks (52 words: the op stays within a 1 KiB block of
+  // the pool); a pool block beyond.
+  InlineOrHeap<size_t, table_words(4), PoolAllocator<size_t>> table_;
   CountSpan send_, recv_;  // the first 2n words of table_
 
   size_t send_displ(size_t rank) const { return table_[2 * send_.size() + rank]; }
