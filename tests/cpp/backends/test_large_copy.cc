@@ -27,8 +27,8 @@ TEST(LargeCopy, ThisCpuFollowsTheRule) {
   EXPECT_EQ(large_copy_uses_rep_movsb(), zen5_or_later);
 }
 
-// Byte i of the source is a function of i that repeats only every 251 bytes,
-// so a shifted or truncated copy shows.
+// Byte i of the source is 7i + i/251 (mod 256): neighbouring bytes always
+// differ, so a shifted or truncated copy shows.
 uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 7 + i / 251); }
 
 TEST(LargeCopy, CopiesExactlyAtEverySizeAndAlignment) {
