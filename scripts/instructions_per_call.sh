@@ -13,8 +13,11 @@
 # under callgrind twice, timing 1,000 and 3,000 calls back to back (--loop);
 # the difference over 2,000 calls is one call's instructions, everything else
 # (start-up, warm-up, checks) cancels out. The other ranks run natively, so
-# rank 0 rarely waits and the count is mostly the call's own work. Needs
-# valgrind (apt-get install valgrind) and, for the OpenMPI side, mpirun.
+# rank 0 rarely waits and the count is mostly the call's own work. It also
+# gives how many of them were locked (atomic read-modify-writes, sequentially
+# consistent stores: full barriers that an instruction count weighs as one;
+# scripts/callgrind_locked.py). Needs valgrind (apt-get install valgrind),
+# objdump and /usr/bin/python3 and, for the OpenMPI side, mpirun.
 set -euo pipefail
 
 ranks=2
@@ -34,26 +37,35 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# total_instructions LAUNCHER RANK_VARIABLE WORKER ITERS: rank 0's instruction count.
-total_instructions() {
+locked_script=$(cd "$(dirname "$0")" && pwd)/callgrind_locked.py
+
+# totals LAUNCHER RANK_VARIABLE WORKER ITERS: rank 0's instructions and locked
+# instructions, as "INSTRUCTIONS LOCKED".
+totals() {
   local launcher=$1 rank_var=$2 worker=$3 iters=$4 out="$work/cg.$RANDOM"
   local args="--op $op -b $bytes -e $bytes -w 10 --iters $iters --loop --no-check"
   $launcher sh -c "if [ \"\$$rank_var\" = 0 ]; then
-      exec valgrind --tool=callgrind --callgrind-out-file=$out $worker $args
+      exec valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file=$out $worker $args
     else exec $worker $args; fi" >/dev/null 2>&1
-  callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+  local instructions locked
+  instructions=$(callgrind_annotate "$out" 2>/dev/null |
+    awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+  locked=$(/usr/bin/python3 "$locked_script" "$out" 2>/dev/null | awk '/^locked/ { print $2 }')
+  echo "$instructions $locked"
 }
 
 per_call() {  # LAUNCHER RANK_VARIABLE WORKER
   local low high
-  low=$(total_instructions "$1" "$2" "$3" 1000)
-  high=$(total_instructions "$1" "$2" "$3" 3000)
-  if [[ -z $low || -z $high ]]; then echo "?"; return; fi
-  echo $(((high - low) / 2000))
+  read -r -a low <<<"$(totals "$1" "$2" "$3" 1000)"
+  read -r -a high <<<"$(totals "$1" "$2" "$3" 3000)"
+  if [[ ${#low[@]} -lt 2 || ${#high[@]} -lt 2 ]]; then echo "? instructions"; return; fi
+  # Locked instructions to a tenth: a few a call decide more than their count.
+  echo "$(((high[0] - low[0]) / 2000)) instructions ($(awk -v h="${high[1]}" -v l="${low[1]}" \
+    'BEGIN { printf "%.1f", (h - l) / 2000 }') locked)"
 }
 
 collie=$(per_call "$bin/collie run -n $ranks --" COLLIE_RANK "$bin/collie_bench_worker")
-line="$op ${bytes} B, $ranks ranks, rank 0: collie $collie instructions per call"
+line="$op ${bytes} B, $ranks ranks, rank 0, per call: collie $collie"
 if [[ -x $bin/collie_bench_mpi ]] && command -v mpirun >/dev/null; then
   mpi=$(per_call "mpirun --oversubscribe --allow-run-as-root -np $ranks" OMPI_COMM_WORLD_RANK \
     "$bin/collie_bench_mpi")
