@@ -33,8 +33,8 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
 # Unit tests of the core, the runtime and the p2p matcher (run directly: the
 # ctest labels below do not select them), the operations, the harness, the
 # launcher, fault injection and the stress test.
-asan_core=(core_test_dtype core_test_tensor core_test_tensor_print core_test_reduce_kernels
-           core_test_small_pool core_test_message_buffer runtime_test_flight_recorder
+asan_core=(core_test_dtype core_test_tensor core_test_layout_ref core_test_tensor_print
+           core_test_reduce_kernels core_test_small_pool core_test_message_buffer runtime_test_flight_recorder
            runtime_test_work runtime_test_futex_mutex runtime_test_group backends_test_p2p_matcher
            backends_test_segment)
 asan_targets=("${asan_core[@]}" harness_test
@@ -53,8 +53,10 @@ asan_ctest=(-L '^(comm|harness|cli|faults|stress)$' -E '^WorldSizes/CmaWorld\.Da
 # p2p in any order, failures delivered to waiting threads, the stress mix; and
 # the small-object pool, whose blocks move between threads (ASan bypasses it), and
 # the flight recorder, dumped while other threads record; Work, completed by one
-# thread while another sleeps on it; FutexMutex under contention.
-tsan_core=(core_test_small_pool runtime_test_flight_recorder runtime_test_work runtime_test_futex_mutex)
+# thread while another sleeps on it; FutexMutex under contention; tensor layouts,
+# whose owners are counted by hand (LayoutRef), copied and dropped on several threads.
+tsan_core=(core_test_small_pool core_test_layout_ref runtime_test_flight_recorder runtime_test_work
+           runtime_test_futex_mutex)
 tsan_targets=("${tsan_core[@]}" concurrency_test shared_test p2p_test batch_isend_irecv_test groups_test fault_test
               all_reduce_test eager_rooted_test collie_stress_test)
 tsan_ctest=(-R '^(Concurrency|P2P|Batch|Groups|Fault|AllReduce|Stress|Shared|EagerRootedMismatch|Ranks/EagerRooted)\.')

@@ -19,6 +19,7 @@
 //   auto view = collie::Tensor::from_blob(buf.data(), {2, 3}, collie::DType::Float32);
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -79,6 +80,56 @@ struct TensorLayout {
   Shape strides;
   int64_t numel = 0;
   bool contiguous = true;  // row-major (a dim of size 1 may have any stride)
+  // Never freed, its owners not counted (LayoutRef): set before the layout is
+  // shared, never changed after.
+  bool immortal = false;
+  mutable std::atomic<int64_t> owners{1};  // the LayoutRefs holding it, unless immortal
+};
+
+// Shared ownership of a TensorLayout, as std::shared_ptr would give, except for
+// immortal layouts: the layouts of the shapes a process makes outputs of (the
+// first kMaxImmortalLayouts the per-thread caches make, tensor.cc) and of
+// default and 0-d tensors are never freed, so copying or dropping a reference to
+// one is a plain copy. Each reference count update is an atomic
+// read-modify-write, a locked instruction (a full barrier on x86); with two per
+// tensor made or copied they were 2 of an 8 B all_reduce's ~15 and 8 of a
+// send_recv's ~30 (docs/performance.md).
+class LayoutRef {
+ public:
+  LayoutRef() = default;
+  // Takes over a layout made with new, its one owner counted already.
+  explicit LayoutRef(const TensorLayout* made) : p_(made) {}
+  LayoutRef(const LayoutRef& other) : p_(other.p_) { retain(p_); }
+  LayoutRef(LayoutRef&& other) noexcept : p_(other.p_) { other.p_ = nullptr; }
+  LayoutRef& operator=(const LayoutRef& other) {
+    retain(other.p_);  // first: other may be the last owner of p_'s layout too
+    release(p_);
+    p_ = other.p_;
+    return *this;
+  }
+  LayoutRef& operator=(LayoutRef&& other) noexcept {
+    if (this != &other) {
+      release(p_);
+      p_ = other.p_;
+      other.p_ = nullptr;
+    }
+    return *this;
+  }
+  ~LayoutRef() { release(p_); }
+
+  const TensorLayout* operator->() const { return p_; }
+  const TensorLayout* get() const { return p_; }
+  friend bool operator==(const LayoutRef& a, const LayoutRef& b) { return a.p_ == b.p_; }
+
+ private:
+  static void retain(const TensorLayout* p) {
+    if (p != nullptr && !p->immortal) p->owners.fetch_add(1, std::memory_order_relaxed);
+  }
+  static void release(const TensorLayout* p) {
+    if (p != nullptr && !p->immortal) drop(p);
+  }
+  static void drop(const TensorLayout* p);  // counts one owner less; the last frees it
+  const TensorLayout* p_ = nullptr;
 };
 }  // namespace detail
 
@@ -174,7 +225,7 @@ class Tensor {
 
  private:
   std::shared_ptr<Storage> storage_;
-  std::shared_ptr<const detail::TensorLayout> layout_;
+  detail::LayoutRef layout_;
   DType dtype_ = DType::Float32;
   int64_t offset_ = 0;
 

@@ -92,10 +92,51 @@ Shape infer_shape(const Shape& requested, int64_t numel, const Shape& from) {
 }  // namespace
 
 namespace detail {
+
+// The only owner needs no read-modify-write: no one else can see the count
+// (copying a reference it holds would race with this), as libstdc++'s
+// shared_ptr does too. The acquire load pairs with the other owners' releases.
+void LayoutRef::drop(const TensorLayout* p) {
+  if (p->owners.load(std::memory_order_acquire) == 1 ||
+      p->owners.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    delete p;
+  }
+}
+
 namespace {
 
-std::shared_ptr<const TensorLayout> make_layout(Shape shape, Shape strides) {
-  auto layout = std::make_shared<TensorLayout>();
+// How long a new layout lives: as long as its owners (counted), or for the
+// whole process, owners not counted (LayoutRef). kImmortalIfRoom makes it
+// immortal while fewer than kMaxImmortalLayouts are.
+enum class Lifetime { kCounted, kImmortalIfRoom, kImmortal };
+
+// Enough for the shapes a training loop makes outputs of, and bounded for a
+// program that makes ever new shapes (each layout is ~150 bytes).
+constexpr size_t kMaxImmortalLayouts = 4096;
+
+// Marks `layout` immortal if there is room, and keeps it where leak checkers
+// see it reachable after the caches that hold it are gone.
+void make_immortal(TensorLayout& layout, Lifetime lifetime) {
+  static std::atomic<size_t> count{0};
+  // Atomic so the stores stay although nothing here reads them back.
+  static std::atomic<const TensorLayout*> kept[kMaxImmortalLayouts];  // each slot written once
+  if (lifetime == Lifetime::kCounted) return;
+  if (lifetime == Lifetime::kImmortalIfRoom &&
+      count.load(std::memory_order_relaxed) >= kMaxImmortalLayouts)
+    return;
+  const size_t slot = count.fetch_add(1, std::memory_order_relaxed);
+  if (slot < kMaxImmortalLayouts) {
+    kept[slot].store(&layout, std::memory_order_relaxed);
+  } else if (lifetime == Lifetime::kImmortalIfRoom) {
+    return;
+  }
+  // Beyond the slots only kImmortal layouts: a handful of function statics,
+  // which hold them for the whole process anyway.
+  layout.immortal = true;
+}
+
+LayoutRef make_layout(Shape shape, Shape strides, Lifetime lifetime = Lifetime::kCounted) {
+  auto* layout = new TensorLayout();
   layout->numel = shape_numel(shape);
   int64_t expected = 1;
   for (size_t d = shape.size(); d-- > 0 && layout->numel != 0;) {
@@ -105,23 +146,24 @@ std::shared_ptr<const TensorLayout> make_layout(Shape shape, Shape strides) {
   }
   layout->shape = std::move(shape);
   layout->strides = std::move(strides);
-  return layout;
+  make_immortal(*layout, lifetime);
+  return LayoutRef(layout);
 }
 
 // The contiguous layout of `shape`. A training loop makes outputs of a handful
 // of shapes over and over: the last few layouts made on this thread are reused.
 // A new shape is checked (check_shape) before its layout is made; a cached one
 // passed that check when it was made, so a hit skips it.
-std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
+LayoutRef contiguous_layout(const Shape& shape) {
   constexpr size_t kCached = 8;
   struct Cache {
-    std::shared_ptr<const TensorLayout> entries[kCached];
+    LayoutRef entries[kCached];
     size_t next = 0;      // where the next new layout goes
     size_t last_hit = 0;  // tried first: a loop asks for the same shape again and again
   };
   // 0-d tensors (scalars, batch_isend_irecv's placeholders) share one layout.
   if (shape.empty()) {
-    static const std::shared_ptr<const TensorLayout> scalar = make_layout({}, {});
+    static const LayoutRef scalar = make_layout({}, {}, Lifetime::kImmortal);
     return scalar;
   }
   thread_local Cache cache;
@@ -135,19 +177,21 @@ std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
     }
     return true;
   };
-  if (const auto& entry = cache.entries[cache.last_hit]; entry && same(entry->shape)) {
+  if (const auto& entry = cache.entries[cache.last_hit]; entry.get() && same(entry->shape)) {
     return entry;
   }
   for (size_t i = 0; i < kCached; ++i) {
     const auto& entry = cache.entries[i];
-    if (entry && same(entry->shape)) {
+    if (entry.get() && same(entry->shape)) {
       cache.last_hit = i;
       return entry;
     }
   }
   check_shape(shape);
   cache.last_hit = cache.next++ % kCached;
-  cache.entries[cache.last_hit] = make_layout(shape, contiguous_strides(shape));
+  // The shapes that come back (why they are cached) last for the process.
+  cache.entries[cache.last_hit] =
+      make_layout(shape, contiguous_strides(shape), Lifetime::kImmortalIfRoom);
   return cache.entries[cache.last_hit];
 }
 
@@ -157,13 +201,12 @@ std::shared_ptr<const TensorLayout> contiguous_layout(const Shape& shape) {
 // in contiguous_layout cost an all_gather of 8 B ~130 of its ~2,200
 // instructions. An entry holds `of`, so no other layout can take its address
 // while it is cached.
-std::shared_ptr<const TensorLayout> layout_with_rows(const std::shared_ptr<const TensorLayout>& of,
-                                                     int64_t rows) {
+LayoutRef layout_with_rows(const LayoutRef& of, int64_t rows) {
   constexpr size_t kCached = 4;
   struct Entry {
-    std::shared_ptr<const TensorLayout> of;
+    LayoutRef of;
     int64_t rows = 0;
-    std::shared_ptr<const TensorLayout> layout;
+    LayoutRef layout;
   };
   struct Cache {
     Entry entries[kCached];
@@ -227,7 +270,7 @@ void check_numel_matches(int64_t numel, const Shape& shape) {
 // bytes, and the factories below start from a default tensor.
 Tensor::Tensor() {
   static const auto shared_empty = make_storage(0);
-  static const auto empty_layout = make_layout({0}, {1});
+  static const auto empty_layout = make_layout({0}, {1}, detail::Lifetime::kImmortal);
   storage_ = shared_empty;
   layout_ = empty_layout;
 }
