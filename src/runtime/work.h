@@ -7,6 +7,8 @@
 // exception and rethrown by every wait().
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -36,7 +38,8 @@ class ProgressDriver {
 
 class Work {
  public:
-  explicit Work(detail::OpInfo info) : info_(std::move(info)) {}
+  explicit Work(detail::OpInfo info)
+      : info_(std::move(info)), caller_(info_.blocking ? pthread_self() : pthread_t{}) {}
 
   const detail::OpInfo& info() const { return info_; }
 
@@ -114,6 +117,8 @@ class Work {
   std::atomic<uint32_t> done_{0};
   std::atomic<uint32_t> sleepers_{0};
   std::exception_ptr error_;                 // written before done_, read after it
+  // A blocking call's thread, its only waiter (publish_done); unset otherwise.
+  pthread_t caller_;
   ProgressDriver* caller_driver_ = nullptr;  // blocking calls (set_driver)
   std::weak_ptr<ProgressDriver> driver_;     // asynchronous ones
   detail::FlightRecorder* recorder_ = nullptr;
