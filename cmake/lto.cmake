@@ -3,11 +3,12 @@
 # A small collective passes through a dozen of collie's files (api, group,
 # backend, engine, step protocol, tensors), each call a few dozen instructions
 # that cross-file inlining removes: 2 ranks, 8 B, 10-15 % fewer instructions per
-# call (docs/performance.md, "Link-time optimisation"). The programs whose
-# speed per call is the point link this copy: the benchmark worker and the
-# Python module. Everything else (the tests, the examples, the CLI, and the
-# installed libcollie.a) uses the ordinary objects, so no other link pays for
-# LTO and an installed collie carries no compiler-specific intermediate code.
+# call (docs/performance_history.md, "A small call's time is its instructions:
+# link-time optimisation"). The programs whose speed per call is the point link
+# this copy: the benchmark worker and the Python module. Everything else (the
+# tests, the examples, the CLI, and the installed libcollie.a) uses the ordinary
+# objects, so no other link pays for LTO and an installed collie carries no
+# compiler-specific intermediate code.
 # In-tree C++ programs may link collie::collie_lto too (GCC only).
 #
 # -DCOLLIE_LTO=OFF (the default outside optimised GCC builds) makes

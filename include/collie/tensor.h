@@ -93,7 +93,7 @@ struct TensorLayout {
 // one is a plain copy. Each reference count update is an atomic
 // read-modify-write, a locked instruction (a full barrier on x86); with two per
 // tensor made or copied they were 2 of an 8 B all_reduce's ~15 and 8 of a
-// send_recv's ~30 (docs/performance.md).
+// send_recv's ~30 (docs/performance_history.md, "Locked instructions counted").
 class LayoutRef {
  public:
   LayoutRef() = default;

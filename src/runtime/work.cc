@@ -83,8 +83,9 @@ void Work::fail(std::exception_ptr error) {
 // handle it may return is done already), and that thread cannot be asleep on it
 // while it completes it, driving the engine itself, as it does for most small
 // calls: then a release store does. The seq_cst store is a locked instruction,
-// a full barrier (x86 `xchg`): one of the ~15 a small collective executes,
-// each costing ~1-6 ns here (docs/performance.md).
+// a full barrier (x86 `xchg`): one of the 15 a small collective executed,
+// each costing ~1-6 ns here (docs/performance_history.md, "Locked instructions
+// counted").
 void Work::publish_done() {
   if (info_.blocking && pthread_equal(caller_, pthread_self())) {
     done_.store(1, std::memory_order_release);
