@@ -106,32 +106,26 @@ void LayoutRef::drop(const TensorLayout* p) {
 namespace {
 
 // How long a new layout lives: as long as its owners (counted), or for the
-// whole process, owners not counted (LayoutRef). kImmortalIfRoom makes it
-// immortal while fewer than kMaxImmortalLayouts are.
+// whole process, owners not counted (LayoutRef): always (kImmortal, for the
+// function statics that hold a layout anyway), or while fewer than
+// kMaxImmortalLayouts of the per-thread caches' layouts are (kImmortalIfRoom).
 enum class Lifetime { kCounted, kImmortalIfRoom, kImmortal };
 
 // Enough for the shapes a training loop makes outputs of, and bounded for a
 // program that makes ever new shapes (each layout is ~150 bytes).
 constexpr size_t kMaxImmortalLayouts = 4096;
 
-// Marks `layout` immortal if there is room, and keeps it where leak checkers
-// see it reachable after the caches that hold it are gone.
 void make_immortal(TensorLayout& layout, Lifetime lifetime) {
-  static std::atomic<size_t> count{0};
-  // Atomic so the stores stay although nothing here reads them back.
-  static std::atomic<const TensorLayout*> kept[kMaxImmortalLayouts];  // each slot written once
   if (lifetime == Lifetime::kCounted) return;
-  if (lifetime == Lifetime::kImmortalIfRoom &&
-      count.load(std::memory_order_relaxed) >= kMaxImmortalLayouts)
-    return;
-  const size_t slot = count.fetch_add(1, std::memory_order_relaxed);
-  if (slot < kMaxImmortalLayouts) {
+  if (lifetime == Lifetime::kImmortalIfRoom) {
+    static std::atomic<size_t> taken{0};
+    // Where leak checkers see the layouts reachable once the caches that held
+    // them are gone; atomic, so the stores stay although nothing reads them.
+    static std::atomic<const TensorLayout*> kept[kMaxImmortalLayouts];
+    const size_t slot = taken.fetch_add(1, std::memory_order_relaxed);
+    if (slot >= kMaxImmortalLayouts) return;
     kept[slot].store(&layout, std::memory_order_relaxed);
-  } else if (lifetime == Lifetime::kImmortalIfRoom) {
-    return;
   }
-  // Beyond the slots only kImmortal layouts: a handful of function statics,
-  // which hold them for the whole process anyway.
   layout.immortal = true;
 }
 
