@@ -58,10 +58,16 @@ per_call() {  # LAUNCHER RANK_VARIABLE WORKER
   local low high
   read -r -a low <<<"$(totals "$1" "$2" "$3" 1000)"
   read -r -a high <<<"$(totals "$1" "$2" "$3" 3000)"
-  if [[ ${#low[@]} -lt 2 || ${#high[@]} -lt 2 ]]; then echo "? instructions"; return; fi
+  if [[ ${#low[@]} -lt 1 || ${#high[@]} -lt 1 ]]; then echo "? instructions"; return; fi
+  local line="$(((high[0] - low[0]) / 2000)) instructions"
   # Locked instructions to a tenth: a few a call decide more than their count.
-  echo "$(((high[0] - low[0]) / 2000)) instructions ($(awk -v h="${high[1]}" -v l="${low[1]}" \
-    'BEGIN { printf "%.1f", (h - l) / 2000 }') locked)"
+  # Without objdump or /usr/bin/python3 they are unknown; the count still holds.
+  if [[ ${#low[@]} -ge 2 && ${#high[@]} -ge 2 ]]; then
+    line+=" ($(awk -v h="${high[1]}" -v l="${low[1]}" 'BEGIN { printf "%.1f", (h - l) / 2000 }') locked)"
+  else
+    line+=" (locked unknown: needs objdump and /usr/bin/python3)"
+  fi
+  echo "$line"
 }
 
 collie=$(per_call "$bin/collie run -n $ranks --" COLLIE_RANK "$bin/collie_bench_worker")
