@@ -4,9 +4,11 @@
 // all_reduce calls on a 64 MiB tensor would otherwise map, fault in (the kernel
 // zeroes every page) and unmap 64 MiB per call — often more time than the
 // communication itself. Blocks of at least kBlockCacheMinBytes are rounded up (to
-// 64 KiB below 2 MiB, to 2 MiB above) and, when freed, kept (up to COLLIE_ALLOC_CACHE_BYTES,
-// default 512 MiB in all) for the next allocation of the same rounded size. Blocks of 2 MiB or more
-// are aligned to 2 MiB and ask for transparent huge pages (COLLIE_HUGE_PAGES=0: not).
+// 64 KiB below 2 MiB, to 2 MiB above) and, when freed, kept (up to
+// COLLIE_ALLOC_CACHE_BYTES, default 512 MiB in all) for the next allocation of the
+// same rounded size, the last freed first (its memory is the likeliest still in
+// the CPU caches). Blocks of 2 MiB or more are aligned to 2 MiB and ask for
+// transparent huge pages (COLLIE_HUGE_PAGES=0: not).
 #pragma once
 
 #include <cstddef>
