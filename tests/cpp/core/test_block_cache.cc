@@ -54,36 +54,43 @@ TEST(BlockCache, AFreedLargeBlockServesTheNextRequestOfItsSize) {
   cached_free(second, again);
 }
 
+// A block of the cache and its capacity.
+struct Block {
+  void* ptr = nullptr;
+  size_t capacity = 0;
+};
+Block take(size_t bytes) {
+  Block b;
+  b.ptr = cached_alloc(bytes, &b.capacity);
+  return b;
+}
+void give_back(const Block& b) { cached_free(b.ptr, b.capacity); }
+
 // The last block freed is the first reused: with two of one size cached, a loop
 // that frees its output before making the next would otherwise alternate
 // between them, writing to twice the memory (block_cache.cc).
 TEST(BlockCache, TheLastFreedBlockOfASizeIsReusedFirst) {
   const size_t bytes = 6u << 20;  // rounds to 6 MiB
-  size_t cap_a = 0, cap_b = 0;
-  void* a = cached_alloc(bytes, &cap_a);
-  void* b = cached_alloc(bytes, &cap_b);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  ASSERT_NE(a, b);
-  ASSERT_EQ(cap_a, cap_b);
-  cached_free(a, cap_a);
-  cached_free(b, cap_b);
+  const Block a = take(bytes), b = take(bytes);
+  ASSERT_NE(a.ptr, nullptr);
+  ASSERT_NE(b.ptr, nullptr);
+  ASSERT_NE(a.ptr, b.ptr);
+  ASSERT_EQ(a.capacity, b.capacity);
+  give_back(a);
+  give_back(b);
   // Three rounds of "free the output, make the next one": always b.
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    size_t cap = 0;
-    void* next = cached_alloc(bytes, &cap);
-    EXPECT_EQ(next, b);
-    cached_free(next, cap);
+    const Block next = take(bytes);
+    EXPECT_EQ(next.ptr, b.ptr);
+    give_back(next);
   }
   // Both taken: b, then a.
-  size_t cap1 = 0, cap2 = 0;
-  void* first = cached_alloc(bytes, &cap1);
-  void* second = cached_alloc(bytes, &cap2);
-  EXPECT_EQ(first, b);
-  EXPECT_EQ(second, a);
-  cached_free(first, cap1);
-  cached_free(second, cap2);
+  const Block first = take(bytes), second = take(bytes);
+  EXPECT_EQ(first.ptr, b.ptr);
+  EXPECT_EQ(second.ptr, a.ptr);
+  give_back(first);
+  give_back(second);
 }
 
 // The flags of the mapping that holds `address` (/proc/self/smaps "VmFlags:").
