@@ -98,7 +98,7 @@ void* cached_alloc(size_t bytes, size_t* capacity) {
     // output is freed before the next call's is made then wrote to each every
     // other call, twice the memory, where the newest is the same block every
     // time. It happened whenever a message of that size was once buffered (2
-    // ranks, send_recv of 8 MiB, one launch in two: 345-600 against 270-290 us).
+    // ranks, send_recv of 8 MiB, one launch in two: 328-600 against 267-309 us).
     auto it = c.free_blocks.upper_bound(*capacity);
     if (it != c.free_blocks.begin() && (--it)->first == *capacity) {
       void* block = it->second;
