@@ -104,7 +104,8 @@ class ShmEngine final : public ProgressDriver {
   std::atomic<bool> stop_{false};
   alignas(64) FutexMutex progress_mu_;  // held for every pass, by whichever thread runs it
   alignas(64) std::chrono::nanoseconds spin_budget_{0};
-  unsigned yield_every_ = 32;                // polls between sched_yield() while spinning
+  unsigned yield_every_ = 32;                // polls between sched_yield() while spinning...
+  std::chrono::nanoseconds yield_after_{0};  // ...once a caller has spun this long (drive())
   std::chrono::steady_clock::time_point last_liveness_check_;
   std::chrono::steady_clock::time_point last_stall_check_;
   unsigned passes_ = 0;  // under progress_mu_
