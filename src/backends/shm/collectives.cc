@@ -68,7 +68,10 @@ class ChunkedOp : public StepOp {
         per_step_(per_step ? per_step : chunk_elems(*c.group, dtype)),
         contributes_(contributes) {
     // One step of at most kSmallSlotBytes: its chunk is at the slot's start anyway.
-    if (count <= per_step_) place_small(count * esize_);
+    // A rank reads its peers' chunks from their slots' starts.
+    if (!(count <= per_step_ && place_small(count * esize_))) {
+      prefetch_peers_data(0, std::min(count, per_step_) * esize_);
+    }
   }
 
  protected:
@@ -429,6 +432,9 @@ class PiecewiseOp : public StepOp {
     if (count <= per_step_ && place_small(count * esize_ * npieces_)) {
       piece_bytes_ = count * esize_;
     }
+    // What a rank reads of a peer's step: the piece for it.
+    const size_t me = static_cast<size_t>(c.group->rank());
+    prefetch_peers_data(me * piece_bytes_, std::min(count, per_step_) * esize_);
   }
 
  protected:

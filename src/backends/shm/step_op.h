@@ -86,11 +86,14 @@ class StepOp : public OpState {
   // row). False (nothing changes) for more. The same choice on every rank (it
   // may depend only on what the fingerprint checks).
   bool place_small(size_t bytes_per_step);
-  // Has every look at the peers' flags also prefetch the `bytes` this rank will
-  // read from `offset` in each peer's data for the step (data_of), so that they
-  // travel with the flag instead of after it; nothing if `bytes` is more than
-  // kPrefetchedLines lines. place_small() asks for its small slots' data; ops
-  // whose steps go to the slots may ask for what they read there.
+  // Has this rank prefetch the `bytes` it will read from `offset` in each peer's
+  // data for a step (data_of): with every look at the peers' flags when they
+  // take at most kPrefetchedLines lines, so that they travel with the flag
+  // instead of after it; otherwise their first kReadyPrefetchLines lines, all at
+  // once as soon as the flags show, so that they travel together instead of one
+  // after another as the reading loop reaches them. place_small() asks for its
+  // small slots' data; ops whose steps go to the slots may ask for what they
+  // read there. Nothing for data in the step lines, which come with the flags.
   void prefetch_peers_data(size_t offset, size_t bytes);
   // This rank's slot for the step after the one being consumed. Inside consume()
   // it is already free: every peer published ready for this step, so every peer
@@ -116,17 +119,22 @@ class StepOp : public OpState {
   uint64_t step_ = 0;  // the group's step number for index_, 0 before it starts
   enum class Place { kSlot, kSmallSlot, kLine };  // where a step's data goes
   Place place_ = Place::kSlot;
-  // What of each peer's data for the step every look at its flag prefetches
-  // (peers_ready): prefetched_lines_ lines from prefetch_offset_.
+  // What of each peer's data for the step this rank prefetches, from
+  // prefetch_offset_ (prefetch_peers_data): prefetched_lines_ lines with every
+  // look at its flag (peers_ready), or lines_on_ready_ once the flags show
+  // (prefetch_ready_data); one of the two is 0.
   static constexpr size_t kPrefetchedLines = 2;
+  static constexpr size_t kReadyPrefetchLines = 64;
   size_t prefetch_offset_ = 0;
   uint8_t prefetched_lines_ = 0;
+  uint8_t lines_on_ready_ = 0;
   // How many steps ahead of its slowest peer this op's steps may be published.
   uint64_t lead() const { return place_ == Place::kSlot ? 1 : kStepLines - 1; }
   int source_ = kEveryRank;  // whose step flags step 3 waits for (eager calls)
 
   bool peers_freed(uint64_t step) const;
   bool peers_ready(uint64_t step) const;
+  void prefetch_ready_data() const;
   uint8_t* data_of(int group_rank, uint64_t step) const;
   bool waits_for(int p) const { return source_ == kEveryRank || source_ == p; }
   void check_fingerprints(uint64_t step) const;
