@@ -167,10 +167,10 @@ bool StepOp::peers_ready(uint64_t step) const {
 // its first lines are asked for all at once, and they cross together instead of
 // one after another as the reading loop (a copy, a reduction) reaches them and
 // the hardware's prefetcher learns the stream. 2 ranks after a barrier,
-// alternating launches (Firecracker VM, AMD Zen 5): all_gather 2 KiB
-// 0.88-1.06 -> 0.86-0.88 us, 4 KiB 1.18-1.20 -> 1.01-1.07, 8 KiB 1.26-1.35 ->
-// 1.01-1.07; all_reduce 4 KiB 1.29-1.31 -> 1.02-1.05; reduce 32 KiB
-// 3.16-3.27 -> 2.97-3.04. 64 lines did better than 32 at 4 KiB.
+// alternating launches (Firecracker VM, AMD Zen 5, its slow phase): all_gather
+// 4 KiB 1.18-1.20 -> 1.01-1.07 us, 8 KiB 1.26-1.35 -> 1.01-1.07; all_reduce
+// 4 KiB 1.29-1.31 -> 1.02-1.05; reduce_scatter 4 KiB 1.24-1.31 -> 1.07-1.20;
+// reduce 32 KiB 3.16-3.27 -> 2.97-3.04. 64 lines did better than 32 at 4 KiB.
 void StepOp::prefetch_ready_data() const {
   if (lines_on_ready_ == 0) return;
   const int me = group_.rank();
