@@ -93,7 +93,9 @@ class AllReduceOp final : public ChunkedOp {
  public:
   AllReduceOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
               ReduceOp op, bool has_output)
-      : ChunkedOp(c, in, out, count, dtype, true), op_(op), has_output_(has_output) {}
+      : ChunkedOp(c, in, out, count, dtype, true), op_(op), has_output_(has_output) {
+    if (!has_output) prefetch_peers_data(0, 0);  // it reads none of its peers' chunks
+  }
 
  protected:
   // Every rank reduces the N chunks in rank order (bitwise identical results),
@@ -127,6 +129,7 @@ class ReduceToRootOp final : public ChunkedOp {
                   pipelined_elems(*c.group, count, dtype)),
         op_(op),
         root_(root) {
+    if (c.group->rank() != root) prefetch_peers_data(0, 0);  // only the root reads chunks
     // Only calls the two forms split differently (more than one 8 KiB step).
     if (c.group->config().oversubscribed && count * esize_ > (8u << 10)) set_variant(5);
   }
@@ -330,7 +333,9 @@ class BroadcastOp final : public ChunkedOp {
       : ChunkedOp(c, in, out, count, dtype, c.group->rank() == root),
         root_(root),
         fused_(count * esize_ > kFusedCopyBytes),
-        stream_(fused_ && count * esize_ >= kStreamingOutputBytes) {}
+        stream_(fused_ && count * esize_ >= kStreamingOutputBytes) {
+    if (c.group->rank() == root) prefetch_peers_data(0, 0);  // only the others read its chunk
+  }
 
  protected:
   void produce(size_t step, uint8_t* slot) override {
@@ -372,7 +377,9 @@ class AllGatherOp final : public ChunkedOp {
         has_output_(has_output),
         fused_(has_output && count * esize_ > kFusedCopyBytes),
         stream_(fused_ &&
-                count * esize_ * static_cast<size_t>(c.group->size()) >= kStreamingOutputBytes) {}
+                count * esize_ * static_cast<size_t>(c.group->size()) >= kStreamingOutputBytes) {
+    if (!has_output) prefetch_peers_data(0, 0);  // a gather's non-root reads no chunk
+  }
 
  protected:
   void produce(size_t step, uint8_t* slot) override {

@@ -93,7 +93,8 @@ class StepOp : public OpState {
   // once as soon as the flags show, so that they travel together instead of one
   // after another as the reading loop reaches them. place_small() asks for its
   // small slots' data; ops whose steps go to the slots may ask for what they
-  // read there. Nothing for data in the step lines, which come with the flags.
+  // read there. Nothing for data in the step lines, which come with the flags,
+  // nor for 0 bytes (a rank that reads none of its peers' data).
   void prefetch_peers_data(size_t offset, size_t bytes);
   // This rank's slot for the step after the one being consumed. Inside consume()
   // it is already free: every peer published ready for this step, so every peer
