@@ -55,9 +55,13 @@ void copy_to_slot_and_output(uint8_t* slot, uint8_t* out, const uint8_t* from, s
 // broadcast, all_gather, gather); subclasses say what to do with the N chunks.
 class ChunkedOp : public StepOp {
  public:
+  // `contributes`: the rank writes its chunk into its slot each step.
+  // `reads_peers`: it reads its peers' chunks out of their slots (a broadcast's
+  // root, a reduce's and a gather's non-roots, and an all_reduce without an
+  // output wait for their peers' flags but read none of their data).
   // `per_step`: elements per step, a slot's worth unless given (0).
   ChunkedOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
-            bool contributes, size_t per_step = 0)
+            bool contributes, bool reads_peers, size_t per_step = 0)
       : StepOp(*c.engine, *c.group, c.work,
                steps_for(count, per_step ? per_step : chunk_elems(*c.group, dtype))),
         in_(static_cast<const uint8_t*>(in)),
@@ -67,9 +71,13 @@ class ChunkedOp : public StepOp {
         esize_(element_size(dtype)),
         per_step_(per_step ? per_step : chunk_elems(*c.group, dtype)),
         contributes_(contributes) {
-    // One step of at most kSmallSlotBytes: its chunk is at the slot's start anyway.
-    // A rank reads its peers' chunks from their slots' starts.
-    if (!(count <= per_step_ && place_small(count * esize_))) {
+    // One step of at most kSmallSlotBytes goes in the small slot or the line
+    // (place_small, which declares the chunk at the slot's start for prefetching);
+    // a larger one's chunk is at its slot's start too.
+    const bool small = count <= per_step_ && place_small(count * esize_);
+    if (!reads_peers) {
+      prefetch_peers_data(0, 0);
+    } else if (!small) {
       prefetch_peers_data(0, std::min(count, per_step_) * esize_);
     }
   }
@@ -93,9 +101,7 @@ class AllReduceOp final : public ChunkedOp {
  public:
   AllReduceOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
               ReduceOp op, bool has_output)
-      : ChunkedOp(c, in, out, count, dtype, true), op_(op), has_output_(has_output) {
-    if (!has_output) prefetch_peers_data(0, 0);  // it reads none of its peers' chunks
-  }
+      : ChunkedOp(c, in, out, count, dtype, true, has_output), op_(op), has_output_(has_output) {}
 
  protected:
   // Every rank reduces the N chunks in rank order (bitwise identical results),
@@ -125,11 +131,10 @@ class ReduceToRootOp final : public ChunkedOp {
  public:
   ReduceToRootOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
                  ReduceOp op, int root)
-      : ChunkedOp(c, in, out, count, dtype, c.group->rank() != root,
+      : ChunkedOp(c, in, out, count, dtype, c.group->rank() != root, c.group->rank() == root,
                   pipelined_elems(*c.group, count, dtype)),
         op_(op),
         root_(root) {
-    if (c.group->rank() != root) prefetch_peers_data(0, 0);  // only the root reads chunks
     // Only calls the two forms split differently (more than one 8 KiB step).
     if (c.group->config().oversubscribed && count * esize_ > (8u << 10)) set_variant(5);
   }
@@ -330,12 +335,10 @@ class BroadcastOp final : public ChunkedOp {
  public:
   BroadcastOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
               int root)
-      : ChunkedOp(c, in, out, count, dtype, c.group->rank() == root),
+      : ChunkedOp(c, in, out, count, dtype, c.group->rank() == root, c.group->rank() != root),
         root_(root),
         fused_(count * esize_ > kFusedCopyBytes),
-        stream_(fused_ && count * esize_ >= kStreamingOutputBytes) {
-    if (c.group->rank() == root) prefetch_peers_data(0, 0);  // only the others read its chunk
-  }
+        stream_(fused_ && count * esize_ >= kStreamingOutputBytes) {}
 
  protected:
   void produce(size_t step, uint8_t* slot) override {
@@ -373,13 +376,11 @@ class AllGatherOp final : public ChunkedOp {
  public:
   AllGatherOp(const CollectiveCall& c, const void* in, void* out, size_t count, DType dtype,
               bool has_output)
-      : ChunkedOp(c, in, out, count, dtype, true),
+      : ChunkedOp(c, in, out, count, dtype, true, has_output),
         has_output_(has_output),
         fused_(has_output && count * esize_ > kFusedCopyBytes),
         stream_(fused_ &&
-                count * esize_ * static_cast<size_t>(c.group->size()) >= kStreamingOutputBytes) {
-    if (!has_output) prefetch_peers_data(0, 0);  // a gather's non-root reads no chunk
-  }
+                count * esize_ * static_cast<size_t>(c.group->size()) >= kStreamingOutputBytes) {}
 
  protected:
   void produce(size_t step, uint8_t* slot) override {
