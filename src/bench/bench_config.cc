@@ -70,6 +70,8 @@ BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::
       c.check = false;
     } else if (a == "--loop") {
       c.loop = true;
+    } else if (a == "--span") {
+      c.span = true;
     } else if (a == "--root") {
       const std::string& v = value(i);
       if (v == "rotate") {
@@ -95,6 +97,10 @@ BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::
     throw std::invalid_argument(
         "--dirty rewrites the inputs between calls, untimed; --loop times calls back to back");
   }
+  if (c.span && c.loop) {
+    throw std::invalid_argument(
+        "--span times each call after its own barrier; --loop times calls back to back");
+  }
   return c;
 }
 
@@ -116,6 +122,7 @@ std::vector<std::string> config_args(const BenchConfig& c) {
   if (c.shared) a.push_back("--shared");
   if (!c.check) a.push_back("--no-check");
   if (c.loop) a.push_back("--loop");
+  if (c.span) a.push_back("--span");
   if (c.root != 0)
     a.insert(a.end(), {"--root", c.root == kRotateRoot ? "rotate" : std::to_string(c.root)});
   return a;

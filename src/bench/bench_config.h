@@ -30,6 +30,13 @@ struct BenchConfig {
   // call (nccl-tests' method) instead of timing each call after its own barrier
   // and reporting the median. See docs/performance.md for when they differ.
   bool loop = false;
+  // Time each call after its own barrier, but from the moment the *last* rank
+  // started it (every rank's clock is the machine's monotonic clock, so the ranks'
+  // readings compare): each rank's time is its end minus the latest start. The
+  // default measure from each rank's own start also counts how far apart the
+  // barrier let the ranks go (docs/performance.md, "The barrier's release order");
+  // this one is the collective's own critical path. Not with --loop.
+  bool span = false;
   // broadcast and reduce: the root rank, or kRotateRoot (`--root rotate`): call i
   // of a size, warm-up included, has root i % N, as nccl-tests' `-r -1` does. A
   // fixed root favours whichever library's barrier lets that rank out first

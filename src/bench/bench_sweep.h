@@ -1,18 +1,22 @@
 // The measurement loop shared by the collie and MPI bench workers.
 //
 // A worker supplies a Comm with: rank(), size(), barrier(), all_gather_double(v),
+// max_over_ranks(values) (element-wise, in place),
 // and prepare(op, bytes, copies) / run(copy) / check(op) for the operation
 // under test, and rewrite(copy), which writes input `copy` again with the same
 // values (config.dirty: before every timed call, untimed). For each op and size the loop warms up,
 // then times `iters` calls (a barrier before each, so every call starts together) and takes each
-// rank's median; with config.loop it times the `iters` calls back to back after one barrier and
-// takes each rank's mean (nccl-tests' method). Rank 0 gathers the ranks' times and prints one line:
+// rank's median; with config.span each call's time on a rank is counted from the latest of the
+// ranks' starts of it instead of the rank's own; with config.loop it times the `iters` calls back
+// to back after one barrier and takes each rank's mean (nccl-tests' method). Rank 0 gathers the
+// ranks' times and prints one line:
 //   RESULT <op> <bytes> <median_us> <min_us> <max_us> <ok|FAIL|n/a>
 // median/min/max are over ranks of the per-rank times.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -21,18 +25,28 @@
 
 namespace collie::bench {
 
-// Each call after its own barrier: the median of the calls' times (µs).
+// Each call after its own barrier: the median of the calls' times (µs), each
+// from this rank's start of it or, with `span`, from the last rank's (ranks on
+// one machine read the same monotonic clock). A rank done before the last one
+// started (a broadcast's root) counts 0.
 template <typename Comm>
-double time_each_call(Comm& comm, int iters, int copies, bool dirty) {
-  std::vector<double> times;
-  times.reserve(static_cast<size_t>(iters));
+double time_each_call(Comm& comm, int iters, int copies, bool dirty, bool span) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<int64_t> starts(static_cast<size_t>(iters)), ends(static_cast<size_t>(iters));
   for (int i = 0; i < iters; ++i) {
     if (dirty) comm.rewrite(i % copies);
     comm.barrier();
-    auto t0 = std::chrono::steady_clock::now();
+    const Clock::time_point t0 = Clock::now();
     comm.run(i % copies);
-    auto t1 = std::chrono::steady_clock::now();
-    times.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    const Clock::time_point t1 = Clock::now();
+    starts[static_cast<size_t>(i)] = t0.time_since_epoch().count();
+    ends[static_cast<size_t>(i)] = t1.time_since_epoch().count();
+  }
+  if (span) comm.max_over_ranks(starts);  // after the timed calls: not among them
+  std::vector<double> times(static_cast<size_t>(iters));
+  for (size_t i = 0; i < times.size(); ++i) {
+    const Clock::duration took(std::max<int64_t>(ends[i] - starts[i], 0));
+    times[i] = std::chrono::duration<double, std::micro>(took).count();
   }
   std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
   return times[static_cast<size_t>(iters / 2)];
@@ -64,8 +78,9 @@ int run_sweep(Comm& comm, const BenchConfig& config) {
       }
       for (int i = 0; i < config.warmup; ++i) comm.run(i % copies);
       const int iters = iterations_for(config, bytes);
-      const double per_call = config.loop ? time_back_to_back(comm, iters, copies)
-                                          : time_each_call(comm, iters, copies, config.dirty);
+      const double per_call = config.loop
+                                  ? time_back_to_back(comm, iters, copies)
+                                  : time_each_call(comm, iters, copies, config.dirty, config.span);
       const bool ok = !config.check || comm.check(op);  // the last call's result
       std::vector<double> medians = comm.all_gather_double(per_call);
       std::vector<double> oks = comm.all_gather_double(ok ? 1.0 : 0.0);

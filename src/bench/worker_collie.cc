@@ -34,6 +34,11 @@ class CollieComm {
     return all_gather_into_tensor(Tensor::full({1}, v, DType::Float64)).first.to_double_vector();
   }
 
+  void max_over_ranks(std::vector<int64_t>& values) {
+    const Tensor most = all_reduce(Tensor::from_vector(values), ReduceOp::MAX).first;
+    std::memcpy(values.data(), most.data_ptr(), values.size() * sizeof(int64_t));
+  }
+
   bool prepare(const std::string& op, size_t bytes, int copies) {
     op_ = parse_bench_op(op);
     const int64_t es = static_cast<int64_t>(element_size(dtype_));

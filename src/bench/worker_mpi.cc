@@ -3,6 +3,7 @@
 // between calls, as MPI users do; inputs hold rank+1 so results have closed forms.
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -57,6 +58,11 @@ class MpiComm {
     std::vector<double> all(static_cast<size_t>(n_));
     MPI_Allgather(&v, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
     return all;
+  }
+
+  void max_over_ranks(std::vector<int64_t>& values) {
+    MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T,
+                  MPI_MAX, MPI_COMM_WORLD);
   }
 
   bool prepare(const std::string& op, size_t bytes, int copies) {

@@ -96,8 +96,11 @@ std::string gnuplot_string(const std::string& s) {
 }
 
 // Runs `command`, returns the RESULT rows it printed; worker output other than
-// RESULT lines goes to stderr so failures stay visible.
-std::vector<Row> run_worker(const std::string& command, bool* failed) {
+// RESULT lines goes to stderr so failures stay visible. With `span` (--span) a
+// row's time is its slowest rank's: timed from the last rank's start, a call is
+// done when its last rank is, and a rank done before the last one started (a
+// broadcast's root) counts 0, which a median over ranks would report.
+std::vector<Row> run_worker(const std::string& command, bool span, bool* failed) {
   std::vector<Row> rows;
   FILE* p = popen(command.c_str(), "r");
   if (p == nullptr) throw std::runtime_error("cannot run: " + command);
@@ -108,6 +111,7 @@ std::vector<Row> run_worker(const std::string& command, bool* failed) {
     Row r;
     if (in >> tag && tag == "RESULT" &&
         in >> r.op >> r.bytes >> r.median_us >> r.min_us >> r.max_us >> r.check) {
+      if (span) r.median_us = r.max_us;
       rows.push_back(r);
     } else {
       std::fputs(line, stderr);
@@ -120,7 +124,9 @@ std::vector<Row> run_worker(const std::string& command, bool* failed) {
 
 // How the times were taken, for the header line.
 const char* timing_method(const BenchConfig& c) {
-  return c.loop ? "time: mean of back-to-back calls" : "time: median of calls after a barrier";
+  if (c.loop) return "time: mean of back-to-back calls";
+  return c.span ? "time: slowest rank's median of calls after a barrier, from the last rank's start"
+                : "time: median of calls after a barrier";
 }
 
 // ", root 2", ", roots rotating": whom broadcast and reduce use, for a sweep
@@ -190,7 +196,11 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
     f << "{\"ranks\": " << o.ranks << ", \"dtype\": \"" << o.config.dtype << "\", \"cpu\": \""
       << json_string_body(cpu) << "\", \"huge_pages\": \"" << json_string_body(huge_pages)
       << "\", \"memcpy_gbps\": " << memcpy_bw << ", \"handoff_gbps\": " << handoff_bw
-      << ", \"timing\": \"" << (o.config.loop ? "loop" : "per_call") << "\", \"root\": "
+      << ", \"timing\": \""
+      << (o.config.loop   ? "loop"
+          : o.config.span ? "span"
+                          : "per_call")
+      << "\", \"root\": "
       << (o.config.root == bench::kRotateRoot ? "\"rotate\"" : std::to_string(o.config.root))
       << ", \"rounds\": " << o.rounds << ", \"results\": [\n";
     for (size_t i = 0; i < collie_rows.size(); ++i) {
@@ -273,7 +283,7 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
 std::string bench_usage() {
   return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
          "                    [-w WARMUP] [--iters N] [--cold] [--dirty] [--shared] [--loop]\n"
-         "                    [--root R|rotate] [--no-check] [-h|--help]\n"
+         "                    [--span] [--root R|rotate] [--no-check] [-h|--help]\n"
          "                    [--compare mpi] [--rounds N]\n"
          "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
          "\n"
@@ -296,6 +306,10 @@ std::string bench_usage() {
          "--loop times the calls back to back after one barrier and reports each rank's\n"
          "mean (nccl-tests' method); by default each call is timed after its own barrier\n"
          "and each rank's median is reported.\n"
+         "--span times each call after its own barrier from the moment the last rank\n"
+         "started it (not each rank's own start), so that how far apart the barrier let\n"
+         "the ranks go is not counted: the collective's own critical path; the time shown\n"
+         "is the slowest rank's (not with --loop).\n"
          "--root R roots broadcast and reduce at rank R (default 0); --root rotate gives\n"
          "call i the root i % N, so that no rank's place in the barrier favours a side.\n"
          "Defaults: -n 2 --op all_reduce -b 8 -e 64M -f 2 --dtype float32 -w 3.\n";
@@ -353,7 +367,7 @@ int bench_main(const std::vector<std::string>& args) {
       for (const Row& r :
            run_worker(shell_quote(dir + "/collie") + " run -n " + std::to_string(o.ranks) + " -- " +
                           shell_quote(dir + "/collie_bench_worker") + worker_args,
-                      &worker_failed)) {
+                      o.config.span, &worker_failed)) {
         keep_best(rows, r);
       }
       if (o.compare_mpi) {
@@ -362,7 +376,7 @@ int bench_main(const std::vector<std::string>& args) {
                              std::to_string(o.ranks) + " " +
                              shell_quote(dir + "/collie_bench_mpi") + worker_args;
         bool mpi_failed = false;
-        for (const Row& r : run_worker(mpirun, &mpi_failed)) keep_best(mpi_rows, r);
+        for (const Row& r : run_worker(mpirun, o.config.span, &mpi_failed)) keep_best(mpi_rows, r);
         if (mpi_failed)
           std::fprintf(stderr, "collie bench: the MPI run of %s failed\n", op.c_str());
       }

@@ -1,5 +1,6 @@
 // parse_config / config_args / root_of_call: the sweep options shared by
-// `collie bench` and its workers (src/bench/bench_config.h), here `--root`.
+// `collie bench` and its workers (src/bench/bench_config.h), here `--root` and
+// `--span`.
 #include "bench/bench_config.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +49,22 @@ TEST(BenchConfig, RootMustNameARank) {
   EXPECT_THROW(check_root(c, 2), std::invalid_argument);
   c.root = kRotateRoot;
   EXPECT_NO_THROW(check_root(c, 1));
+}
+
+TEST(BenchConfig, SpanIsOffByDefaultAndReachesTheWorkers) {
+  EXPECT_FALSE(parse({}).span);
+  EXPECT_TRUE(parse({"--span"}).span);
+  BenchConfig c;
+  c.span = true;
+  EXPECT_TRUE(parse(config_args(c)).span);
+  c.span = false;
+  EXPECT_FALSE(parse(config_args(c)).span);
+}
+
+TEST(BenchConfig, SpanAndLoopExcludeEachOther) {
+  // --span times each call after its own barrier; --loop has no barrier per call.
+  EXPECT_THROW(parse({"--span", "--loop"}), std::invalid_argument);
+  EXPECT_NO_THROW(parse({"--span", "--dirty"}));
 }
 
 }  // namespace

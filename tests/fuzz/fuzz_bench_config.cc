@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  again.max_bytes == c.max_bytes && again.factor == c.factor &&
                  again.dtype == c.dtype && again.warmup == c.warmup && again.iters == c.iters &&
                  again.cold == c.cold && again.check == c.check && again.loop == c.loop &&
-                 again.shared == c.shared && again.dirty == c.dirty && again.root == c.root,
+                 again.shared == c.shared && again.dirty == c.dirty && again.span == c.span &&
+                 again.root == c.root,
              "config_args() round trip");
   // The sweep itself, where it is of a sane length: a factor barely above 1 asks
   // for millions of sizes (reported; sweep_sizes has no cap yet).
