@@ -1,6 +1,7 @@
-// time_each_call (src/bench/bench_sweep.h) with a fake Comm: what each call's
-// time is counted from, by default (the rank's own start) and with --span (the
-// latest of the ranks' starts, which the fake makes up).
+// time_each_call and warm_up (src/bench/bench_sweep.h) with a fake Comm: what
+// each call's time is counted from, by default (the rank's own start) and with
+// --span (the latest of the ranks' starts, which the fake makes up), and how long
+// the first size warms up.
 #include "bench/bench_sweep.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@ struct FakeComm {
   std::chrono::nanoseconds peer_later{0};
   int barriers = 0;
   int runs = 0;
+  int gathers = 0;
   std::vector<int64_t> starts_given;  // what max_over_ranks was asked about
 
   void barrier() { ++barriers; }
@@ -27,6 +29,10 @@ struct FakeComm {
     if (call_takes.count() > 0) std::this_thread::sleep_for(call_takes);
   }
   void rewrite(int) {}
+  std::vector<double> all_gather_double(double v) {
+    ++gathers;
+    return {v};  // one rank
+  }
   void max_over_ranks(std::vector<int64_t>& starts) {
     starts_given = starts;
     for (int64_t& s : starts) s = std::max(s, s + static_cast<int64_t>(peer_later.count()));
@@ -63,6 +69,39 @@ TEST(BenchSweep, SpanWithPeersStartingTogetherIsTheCallsOwnTime) {
   comm.call_takes = std::chrono::milliseconds(1);
   comm.peer_later = std::chrono::nanoseconds(0);
   EXPECT_GE(time_each_call(comm, 3, 1, false, /*span=*/true), 1000.0);
+}
+
+TEST(BenchSweep, WarmUpIsTheGivenCallsButForALoopsFirstSize) {
+  BenchConfig config;
+  config.warmup = 3;
+  FakeComm each;
+  warm_up(each, config, 1, /*first_size=*/true);  // a median: stalls do not matter
+  EXPECT_EQ(each.runs, 3);
+  EXPECT_EQ(each.gathers, 0);
+
+  config.loop = true;
+  FakeComm later;
+  warm_up(later, config, 1, /*first_size=*/false);
+  EXPECT_EQ(later.runs, 3);
+
+  config.warmup = 0;  // asked for none: none
+  FakeComm none;
+  warm_up(none, config, 1, true);
+  EXPECT_EQ(none.runs, 0);
+}
+
+TEST(BenchSweep, ALoopsFirstSizeWarmsUpForLong) {
+  BenchConfig config;
+  config.loop = true;
+  config.warmup = 2;
+  FakeComm comm;
+  comm.call_takes = std::chrono::milliseconds(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  warm_up(comm, config, 1, /*first_size=*/true);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took.count(), kFirstLoopWarmupSeconds);
+  EXPECT_GT(comm.runs, 2);
+  EXPECT_GE(comm.gathers, 2);  // the ranks agreed after each round, the last to stop
 }
 
 }  // namespace
