@@ -16,8 +16,12 @@
 // alone fit the line, and none of whose pieces is read from its input (below),
 // writes the counts there and the pieces into its slot, without the slot's
 // header: a peer reads the line and its piece, two transfers instead of three
-// (2 ranks, 64 B-2 KiB). The line's first byte says which form a rank chose
-// (its counts' width, with kPiecesInSlot for the second; 0 for the slot), so
+// (2 ranks, 64 B-2 KiB). A compact rank whose 2N counts are all one count
+// (all_to_all_single's even split, the usual call) writes it once, *uniform*
+// (kUniform): when every rank's line says uniform with the same count, the
+// matrix agrees without being filled or compared. The line's first byte says
+// which form a rank chose (its counts' width, with kPiecesInSlot for the second
+// or kUniform; 0 for the slot), so
 // each rank chooses alone, by its own counts: the counts of all_to_all_v differ
 // per rank, and no choice they feed could be agreed before the matrix is read.
 // Only step 0 carries counts: later steps hold pieces only.
@@ -73,14 +77,21 @@
 namespace collie::detail {
 namespace {
 
-// The compact step 0 in a step line's data field: [width][2N counts of `width`
+// The compact step 0 in a step line's data field: [form][2N counts of `width`
 // bytes: sends, then receives][the pieces for the other ranks, in rank order,
-// packed]. width 0: the step is in the slot.
+// packed], or with kUniform [form][one count of `width` bytes][the pieces].
+// form 0: the step is in the slot.
 static_assert(sizeof(size_t) == sizeof(uint64_t), "counts are 64-bit words in a slot");
 class CompactStep {
  public:
   // Set in the first byte when the pieces are in the slot (only the counts in the line).
   static constexpr uint8_t kPiecesInSlot = 0x80;
+  // Set in the first byte of a compact step whose 2N counts are all one count,
+  // written once.
+  static constexpr uint8_t kUniform = 0x40;
+
+  // The counts' width in bytes in a line whose first byte is `form`.
+  static uint8_t width_of(uint8_t form) { return form & ~(kPiecesInSlot | kUniform); }
 
   // The width counts up to `largest` need in a line of n ranks' counts, or 0
   // when they do not fit one.
@@ -98,28 +109,47 @@ class CompactStep {
     return width;
   }
 
+  // The form of a uniform compact step (kUniform and the width of `count`), when
+  // the pieces for the other ranks (`piece_bytes` in all) fit the line; else 0.
+  static uint8_t uniform_form(size_t count, size_t piece_bytes) {
+    const uint8_t width = count <= 0xff ? 1 : count <= 0xffff ? 2 : 0;
+    if (width == 0 || 1 + width + piece_bytes > kInlineBytes) return 0;
+    return kUniform | width;
+  }
+
   // Whether a line (first byte nonzero) holds the pieces too.
   static bool holds_pieces(const uint8_t* line) { return (line[0] & kPiecesInSlot) == 0; }
 
   // form: the width, with kPiecesInSlot when the pieces go to the slot.
   static void write_counts(uint8_t* line, uint8_t form, CountSpan send, CountSpan recv) {
-    const uint8_t width = form & ~kPiecesInSlot;
+    const uint8_t width = width_of(form);
     line[0] = form;
     const size_t n = send.size();
-    for (size_t j = 0; j < 2 * n; ++j) {
-      const size_t c = j < n ? send[j] : recv[j - n];
-      if (width == 1) {
-        line[1 + j] = static_cast<uint8_t>(c);
-      } else {
-        const auto c16 = static_cast<uint16_t>(c);
-        std::memcpy(line + 1 + 2 * j, &c16, 2);
-      }
-    }
+    for (size_t j = 0; j < 2 * n; ++j)
+      write_count(line + 1 + width * j, width, j < n ? send[j] : recv[j - n]);
   }
 
-  // Rank p's 2n counts from its line (width != 0) into `counts`.
+  // A uniform form (uniform_form) and its one count.
+  static void write_uniform(uint8_t* line, uint8_t form, size_t count) {
+    line[0] = form;
+    write_count(line + 1, width_of(form), count);
+  }
+
+  // The one count of a uniform line.
+  static size_t uniform_count(const uint8_t* line) {
+    if (width_of(line[0]) == 1) return line[1];
+    uint16_t c16;
+    std::memcpy(&c16, line + 1, 2);
+    return c16;
+  }
+
+  // Rank p's 2n counts from its line (form != 0) into `counts`.
   static void read_counts(const uint8_t* line, size_t n, size_t* counts) {
-    if ((line[0] & ~kPiecesInSlot) == 1) {
+    if ((line[0] & kUniform) != 0) {
+      std::fill(counts, counts + 2 * n, uniform_count(line));
+      return;
+    }
+    if (width_of(line[0]) == 1) {
       for (size_t j = 0; j < 2 * n; ++j) counts[j] = line[1 + j];
       return;
     }
@@ -130,8 +160,20 @@ class CompactStep {
     }
   }
 
-  // Where the pieces start.
-  static size_t pieces_at(size_t n, uint8_t width) { return 1 + 2 * n * width; }
+  // Where the pieces start in a line of `form` (or of counts `form` bytes wide).
+  static size_t pieces_at(size_t n, uint8_t form) {
+    return (form & kUniform) != 0 ? 1 + width_of(form) : 1 + 2 * n * width_of(form);
+  }
+
+ private:
+  static void write_count(uint8_t* at, uint8_t width, size_t c) {
+    if (width == 1) {
+      *at = static_cast<uint8_t>(c);
+    } else {
+      const auto c16 = static_cast<uint16_t>(c);
+      std::memcpy(at, &c16, 2);
+    }
+  }
 };
 
 // Words of an AllToAllOp's table for n ranks (AllToAllOp::table_).
@@ -161,6 +203,7 @@ class AllToAllOp final : public StepOp {
     size_t* displ = table_.data() + 2 * n;
     size_t sent = 0, received = 0, largest = 0, largest_for_peer = 0, for_peers = 0;
     size_t largest_from_peer = 0;
+    bool uniform = true;  // every count, sent and expected, is send_counts[0]
     for (size_t i = 0; i < n; ++i) {
       table_[i] = send_counts[i];
       table_[n + i] = recv_counts[i];
@@ -169,6 +212,7 @@ class AllToAllOp final : public StepOp {
       sent += send_counts[i];
       received += recv_counts[i];
       largest = std::max({largest, send_counts[i], recv_counts[i]});
+      uniform &= send_counts[i] == send_counts[0] && recv_counts[i] == send_counts[0];
       if (i != self) {
         largest_for_peer = std::max(largest_for_peer, send_counts[i]);
         largest_from_peer = std::max(largest_from_peer, recv_counts[i]);
@@ -184,19 +228,25 @@ class AllToAllOp final : public StepOp {
       set_variant(3);
     }
     stream_output_ = received * esize_ >= kStreamingGatheredOutputBytes;
-    compact_width_ = CompactStep::compact_width(n, largest, for_peers * esize_);
-    if (compact_width_ == 0) {
+    compact_form_ = uniform ? CompactStep::uniform_form(largest, for_peers * esize_) : 0;
+    if (compact_form_ == 0)
+      compact_form_ = CompactStep::compact_width(n, largest, for_peers * esize_);
+    if (compact_form_ == 0) {
       // Counts in the line, pieces in the slot: only when no peer reads a piece
       // from this rank's input, which needs the slot's header (its address).
       bool any_pulled = false;
       for (size_t d = 0; d < n; ++d) {
         any_pulled |= d != self && pulled(send_[d], in_on_huge_pages_);
       }
-      if (!any_pulled) counts_width_ = CompactStep::counts_width(n, largest);
+      if (!any_pulled) {
+        const uint8_t form =
+            uniform ? CompactStep::uniform_form(largest, 0) : CompactStep::counts_width(n, largest);
+        if (form != 0) counts_form_ = form | CompactStep::kPiecesInSlot;
+      }
       // Counts in the line: what this rank reads first from a peer's slot is
       // the piece for it, at the same place in every peer's slot, of at most
       // the largest count it expects from a peer.
-      if (counts_width_ != 0)
+      if (counts_form_ != 0)
         prefetch_peers_data(header_bytes_ + self * piece_bytes_, largest_from_peer * esize_);
     }
   }
@@ -206,9 +256,11 @@ class AllToAllOp final : public StepOp {
     const size_t n = send_.size();
     if (step == 0) {
       uint8_t* line = line_data(group().rank());
-      if (compact_width_ != 0) return produce_compact(line);
-      if (counts_width_ != 0) {
-        CompactStep::write_counts(line, counts_width_ | CompactStep::kPiecesInSlot, send_, recv_);
+      if (compact_form_ != 0) return produce_compact(line);
+      if ((counts_form_ & CompactStep::kUniform) != 0) {
+        CompactStep::write_uniform(line, counts_form_, send_[0]);
+      } else if (counts_form_ != 0) {
+        CompactStep::write_counts(line, counts_form_, send_, recv_);
       } else {
         line[0] = 0;  // the step is in the slot
         auto* words = reinterpret_cast<uint64_t*>(slot);
@@ -295,8 +347,12 @@ class AllToAllOp final : public StepOp {
 
   void produce_compact(uint8_t* line) const {
     const size_t n = send_.size();
-    CompactStep::write_counts(line, compact_width_, send_, recv_);
-    uint8_t* at = line + CompactStep::pieces_at(n, compact_width_);
+    if ((compact_form_ & CompactStep::kUniform) != 0) {
+      CompactStep::write_uniform(line, compact_form_, send_[0]);
+    } else {
+      CompactStep::write_counts(line, compact_form_, send_, recv_);
+    }
+    uint8_t* at = line + CompactStep::pieces_at(n, compact_form_);
     for (size_t d = 0; d < n; ++d) {
       if (d == me() || send_[d] == 0) continue;
       std::memcpy(at, in_ + send_displ(d) * esize_, send_[d] * esize_);
@@ -343,6 +399,11 @@ class AllToAllOp final : public StepOp {
   // to read, no input to pull from, and the plan is the largest piece between
   // two ranks (2 ranks, 256-byte pieces: 3,096 -> 3,008 instructions a call).
   void plan_from_lines(size_t n) {
+    pulls_ = false;
+    if (all_uniform_alike(n)) {  // every piece between two ranks is send_[0]
+      nsteps_ = std::max<size_t>(1, steps_for(n > 1 ? send_[0] : 0, per_step_));
+      return;
+    }
     size_t* m = table_.data() + 4 * n;
     size_t* huge = m + 2 * n * n;
     size_t largest = 0;
@@ -355,7 +416,6 @@ class AllToAllOp final : public StepOp {
       }
     }
     check_all_to_all_counts(group(), work()->info(), matrix());
-    pulls_ = false;
     nsteps_ = std::max<size_t>(1, steps_for(largest, per_step_));
   }
 
@@ -364,6 +424,7 @@ class AllToAllOp final : public StepOp {
   // each fits one step, so there is no plan to make, no pull and no huge-page
   // flag to read: 2 ranks, 8 B, 150 fewer instructions than the general path.
   void consume_compact_steps(size_t n) {
+    if (all_uniform_alike(n)) return consume_uniform_steps(n);
     size_t* m = table_.data() + 4 * n;
     for (size_t p = 0; p < n; ++p) {
       CompactStep::read_counts(line_data(static_cast<int>(p)), n, m + p * 2 * n);
@@ -374,6 +435,36 @@ class AllToAllOp final : public StepOp {
     for (size_t p = 0; p < n; ++p) {
       if (p == me() || recv_[p] == 0) continue;
       std::memcpy(out_ + recv_displ(p) * esize_, compact_piece(p), recv_[p] * esize_);
+    }
+  }
+
+  // Whether this rank's step 0 is uniform and every peer's line says the same
+  // form and count: then what each rank sends each other rank is what that one
+  // expects, and the matrix need not be read.
+  bool all_uniform_alike(size_t n) const {
+    const uint8_t form = compact_form_ != 0 ? compact_form_ : counts_form_;
+    if ((form & CompactStep::kUniform) == 0) return false;
+    for (size_t p = 0; p < n; ++p) {
+      const uint8_t* line = line_data(static_cast<int>(p));
+      if (p != me() && (line[0] != form || CompactStep::uniform_count(line) != send_[0]))
+        return false;
+    }
+    return true;
+  }
+
+  // consume_compact_steps when all_uniform_alike: rank p's piece for this rank
+  // is the one after those for the ranks before this one, p excepted.
+  void consume_uniform_steps(size_t n) {
+    nsteps_ = 1;
+    copy_own_piece();
+    const size_t piece = send_[0] * esize_;
+    if (piece == 0) return;
+    const size_t at = CompactStep::pieces_at(n, compact_form_);
+    for (size_t p = 0; p < n; ++p) {
+      if (p == me()) continue;
+      const size_t before = me() - (p < me() ? 1 : 0);
+      std::memcpy(out_ + recv_displ(p) * esize_,
+                  line_data(static_cast<int>(p)) + at + before * piece, piece);
     }
   }
 
@@ -468,8 +559,8 @@ class AllToAllOp final : public StepOp {
   bool shared_;
   ArenaRef in_ref_;
   bool stream_output_ = false;
-  uint8_t compact_width_ = 0;  // this rank's step 0 is compact (CompactStep) if nonzero
-  uint8_t counts_width_ = 0;   // else its step 0's counts are in its line if nonzero
+  uint8_t compact_form_ = 0;  // this rank's step 0 is compact (CompactStep) if nonzero: its form
+  uint8_t counts_form_ = 0;   // else its step 0's counts are in its line if nonzero: their form
   const uint8_t* in_;
   uint8_t* out_;
   size_t esize_, header_bytes_, piece_bytes_, per_step_;

@@ -215,6 +215,28 @@ TEST_P(AllToAllWorld, StepFormsMixedInOneCall) {
   });
 }
 
+// A rank whose counts are all one count writes it once (uniform); ranks whose
+// lines are all uniform alike skip the count matrix. Here rank 0 sends and
+// expects c everywhere (uniform) while every other rank keeps c + rank elements
+// for itself: the matrix agrees, the forms differ, and the general path must
+// read rank 0's one count as 2N. c spans the compact line (1, 3), counts in the
+// line with pieces in the slot (40, 200) and counts of two bytes (300).
+TEST_P(AllToAllWorld, UniformRankAmongUnevenOnes) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) {
+    SoftChecks soft;
+    for (DType dt : {DType::Int8, DType::Float32}) {
+      for (int64_t c : {1, 3, 40, 200, 300}) {
+        const std::string what =
+            "all_to_all_single " + std::string(dtype_name(dt)) + " c=" + std::to_string(c);
+        auto elements = [&](int src, int dst) -> int64_t { return src == dst ? c + src : c; };
+        soft.check(what, [&] { check_uneven_all_to_all(rank, n, dt, elements, what); });
+      }
+    }
+    soft.finish();
+  });
+}
+
 TEST_P(AllToAllWorld, VcCountMatrixEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
@@ -510,6 +532,32 @@ TEST(AllToAll, CountMismatchRaisesOnEveryRankInEachStepForm) {
     auto [y, h] = all_to_all_single_with_output_shape({2}, Tensor::ones({2}));
     check_tensor(
         y, DType::Float32, {2}, [](int64_t) { return 1.0; }, "all_to_all after");
+  });
+}
+
+// Two even splits of different sizes: each rank's counts are all one count
+// (uniform), rank 1's one more than rank 0's, so each expects what the other
+// does not send. In each form a uniform count takes: in the line with the
+// pieces (2), in the line with the pieces in the slot (40), in the slot's
+// header (70,000).
+TEST(AllToAll, EvenSplitsOfDifferentSizesRaiseOnEveryRank) {
+  run_ranks(2, [](int rank) {
+    SoftChecks soft;
+    for (int64_t count : {int64_t{2}, int64_t{40}, int64_t{70000}}) {
+      const std::string what = "even splits of " + std::to_string(count) + " elements";
+      const std::string group = "even" + std::to_string(count);
+      create_group(group, {0, 1});
+      const int64_t mine = rank == 0 ? count : count + 1;
+      const std::string pair = "rank 0 sends " + std::to_string(count) +
+                               " elements to rank 1, which expects " + std::to_string(count + 1);
+      soft.check(what, [&] {
+        RCHECK_THROWS_DERIVED(all_to_all_single_with_output_shape(
+                                  {2 * mine}, Tensor::ones({2 * mine}), {}, {}, group),
+                              collie::CommError, "send and receive sizes disagree", pair);
+      });
+      destroy_group(group);
+    }
+    soft.finish();
   });
 }
 
