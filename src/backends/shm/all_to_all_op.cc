@@ -16,10 +16,10 @@
 // alone fit the line, and none of whose pieces is read from its input (below),
 // writes the counts there and the pieces into its slot, without the slot's
 // header: a peer reads the line and its piece, two transfers instead of three
-// (2 ranks, 64 B-2 KiB). A compact rank whose 2N counts are all one count
-// (all_to_all_single's even split, the usual call) writes it once, *uniform*
-// (kUniform): when every rank's line says uniform with the same count, the
-// matrix agrees without being filled or compared. The line's first byte says
+// (2 ranks, 64 B-2 KiB). A rank whose 2N counts are all one count
+// (all_to_all_single's even split, the usual call) writes it once in either
+// form, *uniform* (kUniform): when every rank's line says uniform with the same
+// count, the matrix agrees without being filled or compared. The line's first byte says
 // which form a rank chose (its counts' width, with kPiecesInSlot for the second
 // or kUniform; 0 for the slot), so
 // each rank chooses alone, by its own counts: the counts of all_to_all_v differ
@@ -86,8 +86,8 @@ class CompactStep {
  public:
   // Set in the first byte when the pieces are in the slot (only the counts in the line).
   static constexpr uint8_t kPiecesInSlot = 0x80;
-  // Set in the first byte of a compact step whose 2N counts are all one count,
-  // written once.
+  // Set in the first byte of a line whose 2N counts are all one count, written
+  // once (with the pieces or, with kPiecesInSlot, without).
   static constexpr uint8_t kUniform = 0x40;
 
   // The counts' width in bytes in a line whose first byte is `form`.
@@ -109,8 +109,9 @@ class CompactStep {
     return width;
   }
 
-  // The form of a uniform compact step (kUniform and the width of `count`), when
-  // the pieces for the other ranks (`piece_bytes` in all) fit the line; else 0.
+  // The form of a uniform line (kUniform and the width of `count`), when the
+  // pieces for the other ranks (`piece_bytes` in all; 0 when they go to the
+  // slot) fit the line after the count; else 0.
   static uint8_t uniform_form(size_t count, size_t piece_bytes) {
     const uint8_t width = count <= 0xff ? 1 : count <= 0xffff ? 2 : 0;
     if (width == 0 || 1 + width + piece_bytes > kInlineBytes) return 0;
