@@ -506,29 +506,39 @@ TEST(AllToAll, CountMismatchIsCommError) {
   });
 }
 
-// The same in each form of step 0, where every rank reads the whole matrix and
-// raises alike: pieces in the line (2 elements), counts in the line and pieces in
-// the slot (40), counts in the slot's header (70,000). Rank 1 expects one element
-// more from rank 0 than rank 0 sends. Each form on a group of its own (a failed
-// call leaves its group unusable); the world works after them all.
+// On 2 ranks, calls `call(count, group)` with a count in each form of step 0,
+// where every rank reads the whole matrix and raises alike: pieces in the line
+// (2 elements), counts in the line and pieces in the slot (40), counts in the
+// slot's header (70,000); each on a group of its own (a failed call leaves its
+// group unusable). The call makes rank 1 expect one element more from rank 0
+// than rank 0 sends.
+void expect_count_mismatch_in_each_step_form(
+    const std::string& what, const std::function<void(int64_t, const std::string&)>& call) {
+  SoftChecks soft;
+  for (int64_t count : {int64_t{2}, int64_t{40}, int64_t{70000}}) {
+    const std::string group = "pair" + std::to_string(count);
+    create_group(group, {0, 1});
+    const std::string pair = "rank 0 sends " + std::to_string(count) +
+                             " elements to rank 1, which expects " + std::to_string(count + 1);
+    soft.check(what + " of " + std::to_string(count) + " elements", [&] {
+      RCHECK_THROWS_DERIVED(call(count, group), collie::CommError,
+                            "send and receive sizes disagree", pair);
+    });
+    destroy_group(group);
+  }
+  soft.finish();
+}
+
+// all_to_all_with_output_shape, rank 1 expecting one element more from rank 0;
+// the world works after the failures.
 TEST(AllToAll, CountMismatchRaisesOnEveryRankInEachStepForm) {
   run_ranks(2, [](int rank) {
-    SoftChecks soft;
-    for (int64_t count : {int64_t{2}, int64_t{40}, int64_t{70000}}) {
-      const std::string what = "pieces of " + std::to_string(count) + " elements";
-      const std::string group = "pair" + std::to_string(count);
-      create_group(group, {0, 1});
-      std::vector<Tensor> inputs = {Tensor::ones({count}), Tensor::ones({count})};
-      std::vector<Shape> shapes = {Shape{rank == 1 ? count + 1 : count}, Shape{count}};
-      const std::string pair = "rank 0 sends " + std::to_string(count) +
-                               " elements to rank 1, which expects " + std::to_string(count + 1);
-      soft.check(what, [&] {
-        RCHECK_THROWS_DERIVED(all_to_all_with_output_shape(shapes, inputs, group),
-                              collie::CommError, "send and receive sizes disagree", pair);
-      });
-      destroy_group(group);
-    }
-    soft.finish();
+    expect_count_mismatch_in_each_step_form(
+        "pieces", [rank](int64_t count, const std::string& group) {
+          std::vector<Tensor> inputs = {Tensor::ones({count}), Tensor::ones({count})};
+          std::vector<Shape> shapes = {Shape{rank == 1 ? count + 1 : count}, Shape{count}};
+          all_to_all_with_output_shape(shapes, inputs, group);
+        });
     auto [y, h] = all_to_all_single_with_output_shape({2}, Tensor::ones({2}));
     check_tensor(
         y, DType::Float32, {2}, [](int64_t) { return 1.0; }, "all_to_all after");
@@ -537,27 +547,14 @@ TEST(AllToAll, CountMismatchRaisesOnEveryRankInEachStepForm) {
 
 // Two even splits of different sizes: each rank's counts are all one count
 // (uniform), rank 1's one more than rank 0's, so each expects what the other
-// does not send. In each form a uniform count takes: in the line with the
-// pieces (2), in the line with the pieces in the slot (40), in the slot's
-// header (70,000).
+// does not send, in each line form a uniform count takes (and in the slot).
 TEST(AllToAll, EvenSplitsOfDifferentSizesRaiseOnEveryRank) {
   run_ranks(2, [](int rank) {
-    SoftChecks soft;
-    for (int64_t count : {int64_t{2}, int64_t{40}, int64_t{70000}}) {
-      const std::string what = "even splits of " + std::to_string(count) + " elements";
-      const std::string group = "even" + std::to_string(count);
-      create_group(group, {0, 1});
-      const int64_t mine = rank == 0 ? count : count + 1;
-      const std::string pair = "rank 0 sends " + std::to_string(count) +
-                               " elements to rank 1, which expects " + std::to_string(count + 1);
-      soft.check(what, [&] {
-        RCHECK_THROWS_DERIVED(all_to_all_single_with_output_shape(
-                                  {2 * mine}, Tensor::ones({2 * mine}), {}, {}, group),
-                              collie::CommError, "send and receive sizes disagree", pair);
-      });
-      destroy_group(group);
-    }
-    soft.finish();
+    expect_count_mismatch_in_each_step_form(
+        "even splits", [rank](int64_t count, const std::string& group) {
+          const int64_t mine = rank == 0 ? count : count + 1;
+          all_to_all_single_with_output_shape({2 * mine}, Tensor::ones({2 * mine}), {}, {}, group);
+        });
   });
 }
 
