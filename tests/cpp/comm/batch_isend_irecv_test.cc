@@ -419,6 +419,30 @@ TEST(BatchIsendIrecv, FirstErrorRaisedWhileOtherTransfersCarryOn) {
       o);
 }
 
+// A bad op after an isend fails the whole batch before the isend goes out:
+// the peer's next message with that tag is the one sent after the failure.
+// (Receives' outputs are made as they start, after the sends before them, so
+// their shapes are checked with the groups and peers, up front.)
+TEST(BatchIsendIrecv, ABadOpAfterAnIsendFailsBeforeItIsSent) {
+  run_ranks(2, [](int rank) {
+    if (rank == 0) {
+      RCHECK_THROWS(batch_isend_irecv({P2POp("isend", Tensor::full({2}, 1.0), 1, WORLD, 5),
+                                       P2POp("irecv", Shape{2, -1}, 1, WORLD, 5, DType::Float32)}),
+                    collie::ValueError, "invalid shape [2, -1]");
+      RCHECK_THROWS(batch_isend_irecv({P2POp("isend", Tensor::full({2}, 2.0), 1, WORLD, 5),
+                                       P2POp("irecv", Tensor::zeros({2}), 7, WORLD, 5)}),
+                    collie::KeyError, "src 7 is not a member");
+      send(Tensor::full({2}, 3.0), 1, WORLD, 5);
+    } else {
+      Tensor got = recv(Tensor::zeros({2}), 0, WORLD, 5);
+      check_tensor(
+          got, DType::Float32, {2}, [](int64_t) { return 3.0; },
+          "the message sent after the failed batches (theirs never went out)");
+    }
+    barrier();
+  });
+}
+
 TEST(BatchIsendIrecv, Errors) {
   run_ranks(2, [](int) {
     SoftChecks soft;
