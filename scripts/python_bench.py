@@ -20,6 +20,9 @@ the run. The calls are what each library's users write:
     all_gather      all_gather_into_tensor(x)           Allgather(x, out)
     reduce_scatter  reduce_scatter_tensor(x)            Reduce_scatter_block(x, out)
     broadcast       broadcast(x, 0)                     Bcast(x) on a copy at non-roots
+    reduce          reduce(x, 0)                        Reduce(x, out, root=0)
+    all_to_all      all_to_all_single_with_output_shape Alltoall(x, out)
+                    (x.shape, x)
     send_recv       batch_isend_irecv of two P2POps     Isend + Irecv + Waitall
                     (to the next rank, from the previous)
     isend_irecv     irecv, isend, both handles' wait()  the same as send_recv
@@ -39,7 +42,8 @@ import subprocess
 import sys
 import time
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv", "isend_irecv")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv",
+       "isend_irecv")
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -70,7 +74,7 @@ def make_calls(lib):
         def output(op, x, count):
             key = (op, x.size)
             if key not in outputs:
-                outputs[key] = np.empty(count, x.dtype)
+                outputs[key] = np.zeros(count, x.dtype)
             return outputs[key]
 
         def send_recv(x):
@@ -82,6 +86,13 @@ def make_calls(lib):
             buf = x if rank == 0 else output("broadcast", x, x.size)
             comm.Bcast(buf, 0)
             return buf
+
+        def reduce(x):
+            out = output("reduce", x, x.size)
+            comm.Reduce(x, out, root=0)
+            # A non-root's buffer is not written: it returns a shape-[1] zero
+            # array, as comm_func.reduce does, made once like the outputs.
+            return out if rank == 0 else output("reduce-nonroot", x, 1)
 
         def with_out(op, method, out_count):
             def call(x):
@@ -96,6 +107,8 @@ def make_calls(lib):
             "reduce_scatter": with_out("reduce_scatter", comm.Reduce_scatter_block,
                                        lambda x: x.size // size),
             "broadcast": broadcast,
+            "reduce": reduce,
+            "all_to_all": with_out("all_to_all", comm.Alltoall, lambda x: x.size),
             "send_recv": send_recv,
             "isend_irecv": send_recv,
         }
@@ -121,6 +134,8 @@ def make_calls(lib):
         "all_gather": lambda x: cf.all_gather_into_tensor(x)[0],
         "reduce_scatter": lambda x: cf.reduce_scatter_tensor(x)[0],
         "broadcast": lambda x: cf.broadcast(x, 0),
+        "reduce": lambda x: cf.reduce(x, 0),
+        "all_to_all": lambda x: cf.all_to_all_single_with_output_shape(x.shape, x)[0],
         "send_recv": lambda x: cf.batch_isend_irecv([cf.P2POp("isend", x, (rank + 1) % size),
                                                      cf.P2POp("irecv", x, (rank - 1) % size)])[1],
         "isend_irecv": isend_irecv,
@@ -137,6 +152,10 @@ def expected(op, rank, size, count):
         return [float(r + 1) for r in range(size) for _ in range(count)]
     if op == "broadcast":
         return [1.0] * count
+    if op == "reduce":
+        return [size * (size + 1) / 2] * count if rank == 0 else [0.0]
+    if op == "all_to_all":
+        return [float(r + 1) for r in range(size) for _ in range(count // size)]
     return [float((rank - 1) % size + 1)] * count  # send_recv, isend_irecv: the previous rank's
 
 
@@ -149,7 +168,7 @@ def run_worker(args):
         nbytes = args.b
         while nbytes <= args.e:
             count = max(1, nbytes // 4)
-            if op == "reduce_scatter":
+            if op in ("reduce_scatter", "all_to_all"):
                 count = max(size, count // size * size)
             x = np.full(count, rank + 1, np.float32)
             for _ in range(args.warmup):
