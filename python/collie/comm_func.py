@@ -653,6 +653,10 @@ def all_to_all_single_with_output_shape(output_shape, tensor, output_split_sizes
         TypeError: tensor not a tensor; output_shape neither a tuple nor a tensor.
         ValueError: sizes not divisible by N; split lists of the wrong length or sum.
     """
+    result = _collie.all_to_all_single_with_output_shape(output_shape, tensor, output_split_sizes,
+                                                         input_split_sizes, group, async_op)
+    if result is not NotImplemented:  # the common argument types (python/src/all_to_all_calls.cc)
+        return result
     if not _is_tensor(tensor):
         raise TypeError(f"Expected tensor, but got {type(tensor)}")
     if isinstance(output_shape, (tuple, list)):
@@ -664,9 +668,8 @@ def all_to_all_single_with_output_shape(output_shape, tensor, output_split_sizes
     out_splits = _split_sizes(output_split_sizes, "output_split_sizes")
     in_splits = _split_sizes(input_split_sizes, "input_split_sizes")
     group = _optional_group(group, "all_to_all_single_with_output_shape")
-    output, handle = _collie.all_to_all_single_with_output_shape(shape, tensor, out_splits, in_splits, group,
-                                                                 bool(async_op))
-    return output, handle
+    return _collie.all_to_all_single_with_output_shape(shape, tensor, out_splits, in_splits, group,
+                                                       bool(async_op), True)
 
 
 def all_to_all_v_c(output, input, send_count_matrix, group=None, async_op=False):  # noqa: A002 - MindSpore's name

@@ -133,16 +133,7 @@ void bind_all_to_all(py::module_& m) {
           for (size_t i = 0; i < r.first.size(); ++i) outs[i] = to_python(r.first[i]);
           return py::make_tuple(outs, handle_or_none(r.second, async_op));
         });
-  m.def("all_to_all_single_with_output_shape",
-        [](py::handle shape, py::handle x, const std::vector<int64_t>& out_splits,
-           const std::vector<int64_t>& in_splits, std::string_view group, bool async_op) {
-          Shape out_shape = to_shape(shape);
-          Tensor t = to_tensor(x);
-          auto r = start_or_run(async_op, [&](bool a) {
-            return collie::all_to_all_single_with_output_shape(out_shape, t, out_splits, in_splits, group, a);
-          });
-          return result_pair(r, async_op);
-        });
+  // all_to_all_single_with_output_shape: all_to_all_calls.cc.
   m.def("all_to_all_v_c",
         [](py::handle output, py::handle input, const std::vector<int64_t>& matrix,
            std::string_view group, bool async_op) {

@@ -53,6 +53,9 @@ class ArgReader {
   bool flag(Py_ssize_t i, bool* out) const;
   bool reduce_op(Py_ssize_t i, collie::ReduceOp* out) const;
 
+  // Whether comm_func has checked the arguments (the optional flag).
+  bool checked() const { return checked_; }
+
  private:
   const char* op_;
   PyObject* const* args_;

@@ -3,7 +3,8 @@
 // The package (python/collie/*.py) is the public face, laid out like
 // mindspore.communication; this module is its engine: tensor conversion
 // (convert.cc), the runtime and the operations (bind_comm.cc; the hot ones in
-// collective_calls.cc, p2p_calls.cc, p2p_op.cc, comm_handle.cc), and the
+// collective_calls.cc, all_to_all_calls.cc, p2p_calls.cc, p2p_op.cc,
+// comm_handle.cc), and the
 // mapping of collie's C++ exceptions to Python ones (python_error.h).
 #include <pybind11/pybind11.h>
 
@@ -18,6 +19,7 @@ void bind_p2p_op(py::module_& m);
 void bind_comm_handle(py::module_& m);
 void bind_p2p_calls(py::module_& m);
 void bind_collective_calls(py::module_& m);
+void bind_all_to_all_calls(py::module_& m);
 }  // namespace collie_py
 
 namespace py = pybind11;
@@ -38,6 +40,7 @@ PYBIND11_MODULE(_collie, m) {
   collie_py::bind_p2p_op(m);
   collie_py::bind_p2p_calls(m);
   collie_py::bind_collective_calls(m);
+  collie_py::bind_all_to_all_calls(m);
 
   m.def("_mark_finalizing", &collie_py::mark_finalizing,
         "Called at interpreter exit: references held by collie are leaked from then on.");

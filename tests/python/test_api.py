@@ -428,6 +428,47 @@ def test_batch_of_common_ops_and_of_others_agree(world):
         assert res[1].dtype == np.int32 and res[1].tolist() == x.tolist()
 
 
+def test_all_to_all_single_common_arguments_and_others_agree(world):
+    # Ints in a tuple or list, a numpy array, None or lists of ints for the
+    # splits, None or a str group and a bool take the C path at once
+    # (python/src/all_to_all_calls.cc); anything else (a tuple subclass, a str
+    # subclass, a tensor as the shape) declines it and goes through comm_func's
+    # checks: the same values either way.
+    from collie import _collie
+
+    class Dims(tuple):
+        pass
+
+    class Name(str):
+        pass
+
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert _collie.all_to_all_single_with_output_shape((3, 2), x, None, None, None, False)[1] is None
+    assert _collie.all_to_all_single_with_output_shape([3, 2], x, [3], (3,), "hccl_world_group",
+                                                       False)[0].tolist() == x.tolist()
+    for declined in [(Dims((3, 2)), x, None, None, None, False),
+                     ((3, True), x, None, None, None, False),
+                     ((3, 2), x.tolist(), None, None, None, False),
+                     ((3, 2), x, 3, None, None, False),
+                     ((3, 2), x, None, [np.int64(3)], None, False),
+                     ((3, 2), x, None, None, Name("hccl_world_group"), False),
+                     ((3, 2), x, None, None, None, 0),
+                     ((2**70, 2), x, None, None, None, False)]:
+        assert _collie.all_to_all_single_with_output_shape(*declined) is NotImplemented
+    for args in [((3, 2), x), ([3, 2], x, [3], (3,), "hccl_world_group"),
+                 (Dims((3, 2)), x, [3], [3], Name("hccl_world_group")), (x, x, (), None, None, 0),
+                 ((3, 2), x, None, None, None, True)]:
+        out, handle = cf.all_to_all_single_with_output_shape(*args)
+        if handle is not None:
+            handle.wait()
+        assert out.dtype == np.float32 and out.tolist() == x.tolist()
+    # Checked, a dimension beyond 64 bits is a TypeError (comm_func lets any int through).
+    with pytest.raises(TypeError, match="output_shape must hold ints of 64 bits"):
+        cf.all_to_all_single_with_output_shape((2**70, 2), x)
+    with pytest.raises(TypeError, match="input_split_sizes must hold ints of 64 bits"):
+        cf.all_to_all_single_with_output_shape((3, 2), x, None, [-2**64])
+
+
 def test_p2p_op_attributes_are_plain_and_checked_again(world):
     op = cf.P2POp("isend", X, 0)
     assert (op.op, op.tensor is X, op.peer, op.group, op.tag, op.recv_dtype) == ("isend", True, 0, None, 0, None)
