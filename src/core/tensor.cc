@@ -77,14 +77,18 @@ Shape infer_shape(const Shape& requested, int64_t numel, const Shape& from) {
       known *= shape[d];
     }
   }
-  const std::string cannot = "reshape: cannot reshape a tensor of shape " + shape_to_string(from) +
-                             " (" + std::to_string(numel) + " elements) into shape " +
-                             shape_to_string(requested);
+  // The message is built only on failure: built up front, it cost every reshape
+  // ~2,000 instructions and three allocations.
+  auto cannot = [&] {
+    return ValueError("reshape: cannot reshape a tensor of shape " + shape_to_string(from) + " (" +
+                      std::to_string(numel) + " elements) into shape " +
+                      shape_to_string(requested));
+  };
   if (inferred >= 0) {
-    if (known == 0 || numel % known != 0) throw ValueError(cannot);
+    if (known == 0 || numel % known != 0) throw cannot();
     shape[static_cast<size_t>(inferred)] = numel / known;
   } else if (known != numel) {
-    throw ValueError(cannot);
+    throw cannot();
   }
   return shape;
 }
