@@ -83,6 +83,115 @@ TEST_P(AllToAllWorld, WithOutputShapeEveryDtype) {
   }, small_chunks());
 }
 
+// The list form's inputs in every arrangement joined_inputs tells apart: views of
+// one tensor back to back (read where they lie, zero-sized pieces among them),
+// pieces of one buffer that are separate tensors (back to back too), views out of
+// order and non-contiguous views (both concatenated); and its outputs as rows of
+// one width (sliced) or of other shapes (reshaped). Asynchronous calls drop every
+// reference to their inputs before waiting.
+TEST_P(AllToAllWorld, WithOutputShapeInputsAsViews) {
+  const int n = GetParam();
+  run_ranks(
+      n,
+      [n](int rank) {
+        SoftChecks soft;
+        const DType dt = DType::Float32;
+        auto rows_to = [&](int peer) { return rows_between(rank, peer) * 3; };
+        auto rows_from = [&](int peer) { return rows_between(peer, rank) * 3; };
+        auto piece_to = [&](int peer) {
+          return make_tensor({rows_to(peer), 2}, dt,
+                             [&](int64_t i) { return pattern_value(dt, pair_key(rank, peer), i); });
+        };
+        // Output shapes: [rows, 2] (one width), or [rows * 2] for odd peers (mixed).
+        auto output_shapes = [&](bool mixed) {
+          std::vector<Shape> shapes;
+          for (int peer = 0; peer < n; ++peer) {
+            shapes.push_back(mixed && peer % 2 == 1 ? Shape{rows_from(peer) * 2}
+                                                    : Shape{rows_from(peer), 2});
+          }
+          return shapes;
+        };
+        auto run = [&](const std::string& what, std::function<std::vector<Tensor>()> make_inputs,
+                       bool mixed, bool async) {
+          soft.check(what, [&] {
+            const std::vector<Shape> shapes = output_shapes(mixed);
+            auto [outputs, handle] =
+                all_to_all_with_output_shape(shapes, make_inputs(), WORLD, async);
+            if (async) handle.wait();  // the inputs are gone: the call keeps what it reads alive
+            RCHECK_EQ(outputs.size(), static_cast<size_t>(n)) << what;
+            for (int peer = 0; peer < n; ++peer) {
+              check_tensor(
+                  outputs[static_cast<size_t>(peer)], dt, shapes[static_cast<size_t>(peer)],
+                  [&](int64_t i) { return pattern_value(dt, pair_key(peer, rank), i); },
+                  what + " from rank " + std::to_string(peer));
+            }
+          });
+        };
+        auto split_of_one_tensor = [&] {
+          std::vector<Tensor> pieces;
+          std::vector<int64_t> rows;
+          for (int peer = 0; peer < n; ++peer) {
+            pieces.push_back(piece_to(peer));
+            rows.push_back(rows_to(peer));
+          }
+          return Tensor::cat(pieces).split(rows);
+        };
+        auto separate_tensors_back_to_back = [&] {
+          // One buffer, shared by the pieces' deleters; each piece is its own tensor.
+          int64_t total = 0;
+          for (int peer = 0; peer < n; ++peer) total += rows_to(peer) * 2;
+          auto buffer = std::make_shared<std::vector<float>>(
+              static_cast<size_t>(std::max<int64_t>(total, 1)));
+          std::vector<Tensor> pieces;
+          int64_t at = 0;
+          for (int peer = 0; peer < n; ++peer) {
+            Tensor piece = Tensor::from_blob(buffer->data() + at, {rows_to(peer), 2}, dt, {},
+                                             [buffer](void*) {});
+            piece.copy_from(piece_to(peer));
+            pieces.push_back(piece);
+            at += rows_to(peer) * 2;
+          }
+          return pieces;
+        };
+        auto views_out_of_order = [&] {
+          std::vector<Tensor> reversed;
+          std::vector<int64_t> rows;
+          for (int peer = n - 1; peer >= 0; --peer) {
+            reversed.push_back(piece_to(peer));
+            rows.push_back(rows_to(peer));
+          }
+          std::vector<Tensor> views = Tensor::cat(reversed).split(rows);
+          return std::vector<Tensor>(views.rbegin(), views.rend());
+        };
+        auto non_contiguous_views = [&] {
+          std::vector<Tensor> pieces;
+          for (int peer = 0; peer < n; ++peer) {
+            // [2, rows] transposed: element (r, c) of the view is element c * rows + r here.
+            const int64_t r = rows_to(peer);
+            pieces.push_back(make_tensor({2, r}, dt, [&](int64_t j) {
+                               return pattern_value(dt, pair_key(rank, peer), (j % r) * 2 + j / r);
+                             }).transpose(0, 1));
+          }
+          return pieces;
+        };
+        int index = 0;
+        for (bool mixed : {false, true}) {
+          const std::string shapes = mixed ? " mixed shapes" : " rows";
+          for (bool async : {false, true}) {
+            const std::string mode =
+                (async ? " async" : "") + shapes + " #" + std::to_string(index++);
+            run("split of one tensor" + mode, split_of_one_tensor, mixed, async);
+            run("separate tensors back to back" + mode, separate_tensors_back_to_back, mixed,
+                async);
+            run("views out of order" + mode, views_out_of_order, mixed, async);
+            run("non-contiguous views" + mode, non_contiguous_views, mixed, async);
+          }
+        }
+        soft.finish();
+      },
+      small_chunks());
+}
+
 TEST_P(AllToAllWorld, SingleEqualSplitsEveryDtype) {
   const int n = GetParam();
   run_ranks(n, [n](int rank) {
@@ -461,6 +570,8 @@ TEST(AllToAll, Errors) {
                       "all_to_all_with_output_shape");
     SOFT_THROWS(soft, all_to_all_with_output_shape({Shape{1}, Shape{1}}, {one, Tensor::ones({1}, DType::Int32)}),
                       collie::TypeError, "all_to_all_with_output_shape");
+    SOFT_THROWS(soft, all_to_all_with_output_shape({Shape{1}, Shape{2, -1}}, {one, one}),
+                collie::ValueError, "output_shape_list[1] [2, -1] has a negative dimension");
     // all_to_all_single: indivisible default splits, wrong lengths or sums.
     const char* single = "all_to_all_single_with_output_shape";
     SOFT_THROWS(soft, all_to_all_single_with_output_shape({4}, Tensor::ones({3})), collie::ValueError, single);
