@@ -609,6 +609,9 @@ def all_to_all_with_output_shape(output_shape_list, input_tensor_list, group=Non
             nor a tensor; different input dtypes; lists without one entry per rank.
         CommError: a sender's and receiver's element counts disagree.
     """
+    result = _collie.all_to_all_with_output_shape(output_shape_list, input_tensor_list, group, async_op)
+    if result is not NotImplemented:  # the common argument types (python/src/all_to_all_calls.cc)
+        return result
     if not isinstance(input_tensor_list, (list, tuple)):
         raise TypeError(f"Expected list or tuple, but got {type(input_tensor_list)}.")
     for t in input_tensor_list:
@@ -629,7 +632,7 @@ def all_to_all_with_output_shape(output_shape_list, input_tensor_list, group=Non
         if d != dtypes[0]:
             raise TypeError(f"all_to_all input dtype must be the same, but got {dtypes[0]} and {d}.")
     group = _optional_group(group, "all_to_all_with_output_shape")
-    return _collie.all_to_all_with_output_shape(shapes, list(input_tensor_list), group, bool(async_op))
+    return _collie.all_to_all_with_output_shape(shapes, list(input_tensor_list), group, bool(async_op), True)
 
 
 def all_to_all_single_with_output_shape(output_shape, tensor, output_split_sizes=None,

@@ -120,20 +120,7 @@ void bind_batch(py::module_& m) {
 }
 
 void bind_all_to_all(py::module_& m) {
-  m.def("all_to_all_with_output_shape",
-        [](const py::list& shapes, const py::list& tensors, std::string_view group, bool async_op) {
-          std::vector<Shape> out_shapes;
-          for (py::handle s : shapes) out_shapes.push_back(to_shape(s));
-          std::vector<Tensor> inputs;
-          for (py::handle t : tensors) inputs.push_back(to_tensor(t));
-          auto r = start_or_run(async_op, [&](bool a) {
-            return collie::all_to_all_with_output_shape(out_shapes, inputs, group, a);
-          });
-          py::tuple outs(r.first.size());
-          for (size_t i = 0; i < r.first.size(); ++i) outs[i] = to_python(r.first[i]);
-          return py::make_tuple(outs, handle_or_none(r.second, async_op));
-        });
-  // all_to_all_single_with_output_shape: all_to_all_calls.cc.
+  // all_to_all_with_output_shape, all_to_all_single_with_output_shape: all_to_all_calls.cc.
   m.def("all_to_all_v_c",
         [](py::handle output, py::handle input, const std::vector<int64_t>& matrix,
            std::string_view group, bool async_op) {

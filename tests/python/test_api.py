@@ -469,6 +469,42 @@ def test_all_to_all_single_common_arguments_and_others_agree(world):
         cf.all_to_all_single_with_output_shape((3, 2), x, None, [-2**64])
 
 
+def test_all_to_all_list_common_arguments_and_others_agree(world):
+    # As the single form: shapes of ints and numpy arrays of one dtype in tuples
+    # or lists, None or a str group and a bool take the C path; anything else
+    # goes through comm_func's checks first.
+    from collie import _collie
+
+    class Inputs(list):
+        pass
+
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert _collie.all_to_all_with_output_shape([(3, 2)], [x], None, False)[1] is None
+    assert _collie.all_to_all_with_output_shape(([3, 2],), (x,), "hccl_world_group",
+                                                False)[0][0].tolist() == x.tolist()
+    for declined in [([(3, 2)], Inputs([x]), None, False),
+                     ([x], [x], None, False),
+                     ([(3, 2)], [x.tolist()], None, False),
+                     ([(3, np.int64(2))], [x], None, False),
+                     ([(3, 2)], [x], None, 1),
+                     ([(2**70, 2)], [x], None, False),
+                     ([(3, 2), (3, 2)], [x, x.astype(np.int32)], None, False)]:
+        assert _collie.all_to_all_with_output_shape(*declined) is NotImplemented
+    with pytest.raises(TypeError, match="^all_to_all input dtype must be the same"):
+        cf.all_to_all_with_output_shape([(3, 2), (3, 2)], [x, x.astype(np.int32)])
+    for args in [([(3, 2)], [x]), (((3, 2),), (x,), "hccl_world_group"), ([x], Inputs([x])),
+                 ([(3, 2)], [x], None, True), ([[6]], [x])]:
+        outs, handle = cf.all_to_all_with_output_shape(*args)
+        if handle is not None:
+            handle.wait()
+        assert isinstance(outs, tuple) and len(outs) == 1
+        assert outs[0].dtype == np.float32 and outs[0].ravel().tolist() == x.ravel().tolist()
+    with pytest.raises(ValueError, match=r"output_shape_list\[0\] \[-3, 2\] has a negative dimension"):
+        cf.all_to_all_with_output_shape([(-3, 2)], [x])
+    with pytest.raises(TypeError, match="output_shape_list must hold ints of 64 bits"):
+        cf.all_to_all_with_output_shape([(2**70, 2)], [x])
+
+
 def test_p2p_op_attributes_are_plain_and_checked_again(world):
     op = cf.P2POp("isend", X, 0)
     assert (op.op, op.tensor is X, op.peer, op.group, op.tag, op.recv_dtype) == ("isend", True, 0, None, 0, None)
