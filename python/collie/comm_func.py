@@ -691,6 +691,9 @@ def all_to_all_v_c(output, input, send_count_matrix, group=None, async_op=False)
         ValueError: input and output rows of different size or dtype; output not
             writeable/contiguous or too short.
     """
+    result = _collie.all_to_all_v_c(output, input, send_count_matrix, group, async_op)
+    if result is not NotImplemented:  # the common argument types (python/src/all_to_all_calls.cc)
+        return result
     if not _is_tensor(input):
         raise TypeError(f"Expected tensor, but got {type(input)}")
     if not _is_tensor(output):
@@ -707,4 +710,4 @@ def all_to_all_v_c(output, input, send_count_matrix, group=None, async_op=False)
         raise TypeError(f"send_count_matrix must be list, but got {type(send_count_matrix)}")
     if not all(isinstance(v, int) for v in send_count_matrix):
         raise TypeError("send_count_matrix elements must be of type int")
-    return _collie.all_to_all_v_c(output, input, send_count_matrix, group, async_op)
+    return _collie.all_to_all_v_c(output, input, send_count_matrix, group, async_op, True)

@@ -37,11 +37,18 @@ namespace {
 
 constexpr const char* kSingleName = "all_to_all_single_with_output_shape";
 
+// A tuple or list; checked, a subclass of either too (comm_func passes some
+// arguments on as given).
+bool is_tuple_or_list(PyObject* obj, bool checked) {
+  if (checked) return PyTuple_Check(obj) || PyList_Check(obj);
+  return PyTuple_CheckExact(obj) || PyList_CheckExact(obj);
+}
+
 // The items of a tuple or list of ints into *out. Unchecked, anything else (a
 // bool, an int beyond int64) declines; checked, it raises.
 bool read_ints(PyObject* seq, bool checked, const char* op, const char* what,
                std::vector<int64_t>* out) {
-  if (!PyTuple_CheckExact(seq) && !PyList_CheckExact(seq)) {
+  if (!is_tuple_or_list(seq, checked)) {
     if (!checked) return false;
     throw collie::TypeError(std::string("For ") + op + ", " + what +
                             " must be a tuple or list of int, but got " + Py_TYPE(seq)->tp_name);
@@ -99,7 +106,7 @@ PyObject* all_to_all_single_with_output_shape(PyObject*, PyObject* const* args, 
 // The list form's inputs: a tuple or list of numpy arrays of one dtype (checked:
 // any tensors, which collie checks).
 bool read_tensors(PyObject* seq, bool checked, std::vector<collie::Tensor>* out) {
-  if (!PyTuple_CheckExact(seq) && !PyList_CheckExact(seq)) {
+  if (!is_tuple_or_list(seq, checked)) {
     if (!checked) return false;
     throw collie::TypeError(
         std::string("For all_to_all_with_output_shape, input_tensor_list must be "
@@ -118,7 +125,7 @@ bool read_tensors(PyObject* seq, bool checked, std::vector<collie::Tensor>* out)
 }
 
 bool read_shapes(PyObject* seq, bool checked, std::vector<collie::Shape>* out) {
-  if (!PyTuple_CheckExact(seq) && !PyList_CheckExact(seq)) {
+  if (!is_tuple_or_list(seq, checked)) {
     if (!checked) return false;
     throw collie::TypeError(std::string("For all_to_all_with_output_shape, output_shape_list must "
                                         "be a tuple or list, but got ") +
@@ -157,6 +164,33 @@ PyObject* all_to_all_with_output_shape(PyObject*, PyObject* const* args, Py_ssiz
   });
 }
 
+// all_to_all_v_c(output, input, send_count_matrix, group, async_op): writes into
+// `output`; returns None, or the handle with async_op.
+PyObject* all_to_all_v_c(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return call_translating([&]() -> PyObject* {
+    ArgReader in("all_to_all_v_c", args, nargs, 5);
+    const bool checked = in.checked();
+    // Unchecked: a list of ints only (comm_func raises its TypeError for a tuple),
+    // and async_op a bool (comm_func raises for anything else).
+    if (!checked && (!is_exact_ndarray(args[0]) || !is_exact_ndarray(args[1]) ||
+                     !PyList_CheckExact(args[2]) || !PyBool_Check(args[4]))) {
+      return declined();
+    }
+    std::vector<int64_t> matrix;
+    std::string_view group = collie::WORLD;  // None: the world (comm_func's default)
+    bool async_op = false;
+    if (!read_ints(args[2], checked, "all_to_all_v_c", "send_count_matrix", &matrix) ||
+        (args[3] != Py_None && !in.str(3, &group)) || !in.flag(4, &async_op)) {
+      return declined();
+    }
+    collie::Tensor output = to_tensor(args[0], Access::Write, "output");
+    const collie::Tensor input = to_tensor(args[1], Access::Read, "input");
+    collie::CommHandle h = start_or_run(
+        async_op, [&](bool a) { return collie::all_to_all_v_c(output, input, matrix, group, a); });
+    return handle_or_none(h, async_op).release().ptr();
+  });
+}
+
 PyMethodDef all_to_all_call_defs[] = {
     {kSingleName, fastcall<all_to_all_single_with_output_shape>(), METH_FASTCALL,
      "all_to_all_single_with_output_shape(output_shape, tensor, output_split_sizes, "
@@ -164,6 +198,9 @@ PyMethodDef all_to_all_call_defs[] = {
     {"all_to_all_with_output_shape", fastcall<all_to_all_with_output_shape>(), METH_FASTCALL,
      "all_to_all_with_output_shape(output_shape_list, input_tensor_list, group, async_op[, "
      "checked]) -> (tuple of arrays, handle or None)"},
+    {"all_to_all_v_c", fastcall<all_to_all_v_c>(), METH_FASTCALL,
+     "all_to_all_v_c(output, input, send_count_matrix, group, async_op[, checked]) -> handle "
+     "or None"},
     {nullptr, nullptr, 0, nullptr},
 };
 

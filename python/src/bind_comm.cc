@@ -1,6 +1,8 @@
 // The runtime (init, groups, rank queries) and the comm_func operations, bound for
 // the pure-Python layer (python/collie/*.py), which validates arguments with
-// MindSpore's messages and resolves group names before calling these.
+// MindSpore's messages and resolves group names before calling these. (The hot
+// operations are C functions instead: collective_calls.cc, all_to_all_calls.cc,
+// p2p_calls.cc.)
 //
 // Every call into collie runs with the GIL released: collectives block, and a
 // tensor's storage may be released by collie's progress thread, which then needs the
@@ -119,24 +121,6 @@ void bind_batch(py::module_& m) {
   });
 }
 
-void bind_all_to_all(py::module_& m) {
-  // all_to_all_with_output_shape, all_to_all_single_with_output_shape: all_to_all_calls.cc.
-  m.def("all_to_all_v_c",
-        [](py::handle output, py::handle input, const std::vector<int64_t>& matrix,
-           std::string_view group, bool async_op) {
-          Tensor out = to_tensor(output, Access::Write, "output");
-          Tensor in = to_tensor(input, Access::Read, "input");
-          CommHandle h = nogil([&] { return collie::all_to_all_v_c(out, in, matrix, group, true); });
-          if (!async_op) {
-            blocking([&] {
-              h.wait();
-              return 0;
-            });
-          }
-          return handle_or_none(h, async_op);
-        });
-}
-
 }  // namespace
 
 // empty_shared / is_shared (collie/shared.h): arrays in the shared arena. The
@@ -155,7 +139,6 @@ void bind_comm(py::module_& m) {
   bind_shared(m);
   bind_collectives(m);
   bind_batch(m);
-  bind_all_to_all(m);
 }
 
 }  // namespace collie_py

@@ -505,6 +505,34 @@ def test_all_to_all_list_common_arguments_and_others_agree(world):
         cf.all_to_all_with_output_shape([(2**70, 2)], [x])
 
 
+def test_all_to_all_v_c_common_arguments_and_others_agree(world):
+    # numpy arrays, a list of ints, None or a str group and a bool take the C
+    # path; anything else goes through comm_func's checks (which reject a tuple
+    # matrix and a non-bool async_op, as MindSpore does).
+    from collie import _collie
+
+    class Counts(list):
+        pass
+
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    out = np.zeros_like(x)
+    assert _collie.all_to_all_v_c(out, x, [3], None, False) is None and out.tolist() == x.tolist()
+    for declined in [(out, x, (3,), None, False), (out, x, Counts([3]), None, False),
+                     (out, x, [3], None, 0), (out, x.tolist(), [3], None, False),
+                     (out, x, [True], None, False)]:
+        assert _collie.all_to_all_v_c(*declined) is NotImplemented
+    for args in [(x, [3]), (x, Counts([3]), "hccl_world_group"), (x, [3], None, True)]:
+        out = np.zeros_like(x)
+        handle = cf.all_to_all_v_c(out, *args)
+        if handle is not None:
+            handle.wait()
+        assert out.tolist() == x.tolist()
+    read_only = np.zeros_like(x)
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        cf.all_to_all_v_c(read_only, x, [3])
+
+
 def test_p2p_op_attributes_are_plain_and_checked_again(world):
     op = cf.P2POp("isend", X, 0)
     assert (op.op, op.tensor is X, op.peer, op.group, op.tag, op.recv_dtype) == ("isend", True, 0, None, 0, None)
