@@ -293,11 +293,14 @@ def scatter_tensor(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP):
         RuntimeError: src is not a member of the group.
         ValueError: 0-d input, or x_1 not divisible by N.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For scatter_tensor, the input tensor must be tensor")
-    _check_rank_arg(src, "scatter_tensor", "src")
-    group = _group(group, "scatter_tensor")
-    return _collie.scatter_tensor(tensor, src, group)
+    output = _collie.scatter_tensor(tensor, src, group)
+    if output is NotImplemented:  # not the common argument types (python/src/collective_calls.cc)
+        if not _is_tensor(tensor):
+            raise TypeError("For scatter_tensor, the input tensor must be tensor")
+        _check_rank_arg(src, "scatter_tensor", "src")
+        group = _group(group, "scatter_tensor")
+        output = _collie.scatter_tensor(tensor, src, group, True)
+    return output
 
 
 def gather_into_tensor(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP):
@@ -312,15 +315,18 @@ def gather_into_tensor(tensor, dst=0, group=GlobalComm.WORLD_COMM_GROUP):
             x_1 == 0 (as MindSpore's shape inference).
         RuntimeError: dst is not a member of the group.
     """
-    if not _is_tensor(tensor):
-        raise TypeError("For gather_into_tensor, the input tensor must be tensor")
-    _check_rank_arg(dst, "gather_into_tensor", "dst")
-    group = _group(group, "gather_into_tensor")
-    shape = _shape_of(tensor)
-    if shape and shape[0] < 1:
-        # MindSpore's shape inference raises TypeError here (all_gather_into_tensor: ValueError).
-        raise TypeError(f"For gather_into_tensor, the input x_shape[0] must be at least 1, but got shape {shape}")
-    return _collie.gather_into_tensor(tensor, dst, group)
+    output = _collie.gather_into_tensor(tensor, dst, group)
+    if output is NotImplemented:  # not the common argument types (python/src/collective_calls.cc)
+        if not _is_tensor(tensor):
+            raise TypeError("For gather_into_tensor, the input tensor must be tensor")
+        _check_rank_arg(dst, "gather_into_tensor", "dst")
+        group = _group(group, "gather_into_tensor")
+        shape = _shape_of(tensor)
+        if shape and shape[0] < 1:
+            # MindSpore's shape inference raises TypeError here (all_gather_into_tensor: ValueError).
+            raise TypeError(f"For gather_into_tensor, the input x_shape[0] must be at least 1, but got shape {shape}")
+        output = _collie.gather_into_tensor(tensor, dst, group, True)
+    return output
 
 
 def broadcast(tensor, src=0, group=GlobalComm.WORLD_COMM_GROUP):

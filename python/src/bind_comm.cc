@@ -2,7 +2,7 @@
 // the pure-Python layer (python/collie/*.py), which validates arguments with
 // MindSpore's messages and resolves group names before calling these. (The hot
 // operations are C functions instead: collective_calls.cc, all_to_all_calls.cc,
-// p2p_calls.cc.)
+// p2p_calls.cc.) barrier stays here: its cost is the wait, not the binding.
 //
 // Every call into collie runs with the GIL released: collectives block, and a
 // tensor's storage may be released by collie's progress thread, which then needs the
@@ -80,14 +80,6 @@ void bind_runtime(py::module_& m) {
 }
 
 void bind_collectives(py::module_& m) {
-  m.def("scatter_tensor", [](py::handle x, int src, std::string_view group) {
-    Tensor t = to_tensor(x);
-    return to_python(blocking([&] { return collie::scatter_tensor(t, src, group); }));
-  });
-  m.def("gather_into_tensor", [](py::handle x, int dst, std::string_view group) {
-    Tensor t = to_tensor(x);
-    return to_python(blocking([&] { return collie::gather_into_tensor(t, dst, group); }));
-  });
   m.def("barrier", [](std::string_view group) {
     blocking([&] {
       collie::barrier(group);

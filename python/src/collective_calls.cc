@@ -1,6 +1,6 @@
 // python/src/collective_calls.cc — `_collie.all_reduce, all_gather_into_tensor,
-// reduce_scatter_tensor, broadcast, reduce`, the collectives small calls use
-// most, written against CPython's API with fast_call.h's protocol (common
+// reduce_scatter_tensor, broadcast, reduce, scatter_tensor, gather_into_tensor`,
+// written against CPython's API with fast_call.h's protocol (common
 // argument types at once, NotImplemented for the rest, `checked` after
 // comm_func's Python checks):
 //
@@ -9,6 +9,8 @@
 //   reduce_scatter_tensor(tensor, op, group, async_op[, checked])  -> (array, handle|None)
 //   broadcast(tensor, src, group[, checked])                       -> array
 //   reduce(tensor, dst, op, group[, checked])                      -> array
+//   scatter_tensor(tensor, src, group[, checked])                  -> array
+//   gather_into_tensor(tensor, dst, group[, checked])              -> array
 #include <Python.h>
 
 #include <string_view>
@@ -105,6 +107,35 @@ PyObject* reduce(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   });
 }
 
+PyObject* scatter_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return call_translating([&]() -> PyObject* {
+    ArgReader in("scatter_tensor", args, nargs, 3);
+    Tensor t;
+    int src = 0;
+    std::string_view group;
+    if (!in.tensor(0, &t) || !in.rank(1, "src", &src) || !in.str(2, &group)) return declined();
+    return to_python(blocking([&] { return collie::scatter_tensor(t, src, group); }))
+        .release()
+        .ptr();
+  });
+}
+
+// Declines an input whose first dimension is 0 too: comm_func raises
+// MindSpore's TypeError for it.
+PyObject* gather_into_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return call_translating([&]() -> PyObject* {
+    ArgReader in("gather_into_tensor", args, nargs, 3);
+    Tensor t;
+    int dst = 0;
+    std::string_view group;
+    if (!in.tensor(0, &t) || !in.rank(1, "dst", &dst) || !in.str(2, &group)) return declined();
+    if (t.dim() > 0 && t.shape()[0] < 1) return declined();
+    return to_python(blocking([&] { return collie::gather_into_tensor(t, dst, group); }))
+        .release()
+        .ptr();
+  });
+}
+
 PyMethodDef collective_call_defs[] = {
     {"all_reduce", fastcall<all_reduce>(), METH_FASTCALL,
      "all_reduce(tensor, op, group, async_op[, checked]) -> (array, handle or None)"},
@@ -116,6 +147,10 @@ PyMethodDef collective_call_defs[] = {
      "broadcast(tensor, src, group[, checked]) -> array"},
     {"reduce", fastcall<reduce>(), METH_FASTCALL,
      "reduce(tensor, dst, op, group[, checked]) -> array"},
+    {"scatter_tensor", fastcall<scatter_tensor>(), METH_FASTCALL,
+     "scatter_tensor(tensor, src, group[, checked]) -> array"},
+    {"gather_into_tensor", fastcall<gather_into_tensor>(), METH_FASTCALL,
+     "gather_into_tensor(tensor, dst, group[, checked]) -> array"},
     {nullptr, nullptr, 0, nullptr},
 };
 

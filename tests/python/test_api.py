@@ -505,6 +505,32 @@ def test_all_to_all_list_common_arguments_and_others_agree(world):
         cf.all_to_all_with_output_shape([(2**70, 2)], [x])
 
 
+@pytest.mark.parametrize("name", ["gather_into_tensor", "scatter_tensor"])
+def test_rooted_common_arguments_and_others_agree(world, name):
+    # A numpy array, an int root and a str group take the C path; a subclass, a
+    # bool root or a str subclass goes through comm_func's checks: same values.
+    from collie import _collie
+
+    class Name(str):
+        pass
+
+    class Array(np.ndarray):
+        pass
+
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert _collie.__dict__[name](x, 0, "hccl_world_group").tolist() == x.tolist()
+    for declined in [(x.view(Array), 0, "hccl_world_group"), (x, True, "hccl_world_group"),
+                     (x, 0, Name("hccl_world_group")), (x.tolist(), 0, "hccl_world_group")]:
+        assert _collie.__dict__[name](*declined) is NotImplemented
+    for args in [(x,), (x, 0, "hccl_world_group"), (x.view(Array), 0), (x, False), (x, 0, Name("hccl_world_group"))]:
+        out = getattr(cf, name)(*args)
+        assert type(out) is np.ndarray and out.dtype == np.float32 and out.tolist() == x.tolist()
+    if name == "gather_into_tensor":
+        assert _collie.gather_into_tensor(np.zeros((0, 2)), 0, "hccl_world_group") is NotImplemented
+        with pytest.raises(TypeError, match="x_shape\\[0\\] must be at least 1"):
+            cf.gather_into_tensor(np.zeros((0, 2)))
+
+
 def test_all_to_all_v_c_common_arguments_and_others_agree(world):
     # numpy arrays, a list of ints, None or a str group and a bool take the C
     # path; anything else goes through comm_func's checks (which reject a tuple
