@@ -417,9 +417,16 @@ Tensor Tensor::slice(int64_t start, int64_t end) const {
                      ") are out of range for shape " + shape_to_string(shape()));
   }
   Tensor view = *this;
-  Shape rows = shape();
-  rows[0] = end - start;
-  view.layout_ = make_layout(std::move(rows), strides());
+  if (is_contiguous()) {
+    // Rows of a contiguous tensor are contiguous: their layout comes from the
+    // per-thread cache (split() and the list form of all_to_all slice every call;
+    // a new layout is two allocations).
+    view.layout_ = detail::layout_with_rows(layout_, end - start);
+  } else {
+    Shape rows = shape();
+    rows[0] = end - start;
+    view.layout_ = make_layout(std::move(rows), strides());
+  }
   view.offset_ += start * strides()[0];
   return view;
 }
