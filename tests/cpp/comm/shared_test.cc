@@ -143,6 +143,23 @@ TEST_P(SharedWorld, AllToAllUnevenSplits) {
                        [&](int64_t i) { return pattern_value(dt, 16 * out_map[i].first + rank, out_map[i].second); },
                        "all_to_all " + what);
         });
+        // The list form on the pieces of a shared tensor: read where they lie,
+        // so its outputs are shared too, rows of one output tensor.
+        soft.check("all_to_all list " + what, [&] {
+          Tensor x = shared_tensor({in_rows, cols}, dt, [&](int64_t i) {
+            return pattern_value(dt, 16 * rank + in_map[i].first, in_map[i].second);
+          });
+          std::vector<Shape> shapes;
+          for (int j = 0; j < n; ++j) shapes.push_back({out_split[j], cols});
+          auto [ys, h] = all_to_all_with_output_shape(shapes, x.split(in_split));
+          for (int j = 0; j < n; ++j) {
+            RCHECK(is_shared(ys[j])) << "all_to_all list output on shared inputs";
+            check_tensor(
+                ys[j], dt, shapes[j],
+                [&](int64_t k) { return pattern_value(dt, 16 * j + rank, k); },
+                "all_to_all list " + what + " from rank " + std::to_string(j));
+          }
+        });
       }
     }
     soft.finish();
