@@ -143,15 +143,27 @@ TEST_P(SharedWorld, AllToAllUnevenSplits) {
                        [&](int64_t i) { return pattern_value(dt, 16 * out_map[i].first + rank, out_map[i].second); },
                        "all_to_all " + what);
         });
-        // The list form on the pieces of a shared tensor: read where they lie,
-        // so its outputs are shared too, rows of one output tensor.
+        // The list form on the pieces of a shared tensor (read where they lie) on
+        // even ranks and on separate shared tensors (concatenated into a shared
+        // one) on odd ranks: shared on every rank, so its outputs are shared too.
         soft.check("all_to_all list " + what, [&] {
           Tensor x = shared_tensor({in_rows, cols}, dt, [&](int64_t i) {
             return pattern_value(dt, 16 * rank + in_map[i].first, in_map[i].second);
           });
           std::vector<Shape> shapes;
           for (int j = 0; j < n; ++j) shapes.push_back({out_split[j], cols});
-          auto [ys, h] = all_to_all_with_output_shape(shapes, x.split(in_split));
+          std::vector<Tensor> inputs = x.split(in_split);
+          if (rank % 2 == 1) {
+            // Odd ranks pass shared tensors of their own, which do not lie back to
+            // back: concatenated into a shared tensor, the call stays shared on
+            // every rank (mixing would be a mismatched call).
+            for (Tensor& in : inputs) {
+              Tensor own = empty_shared(in.shape(), dt);
+              own.copy_from(in);
+              in = own;
+            }
+          }
+          auto [ys, h] = all_to_all_with_output_shape(shapes, inputs);
           for (int j = 0; j < n; ++j) {
             RCHECK(is_shared(ys[j])) << "all_to_all list output on shared inputs";
             check_tensor(
