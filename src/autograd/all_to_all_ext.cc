@@ -23,13 +23,24 @@ Tensor all_to_all(const Tensor& tensor, int64_t split_dim, int64_t concat_dim,
                      std::to_string(sd) + " is not divisible by the group size " +
                      std::to_string(n));
   }
+  // Block j of split_dim goes to rank j: stacked along dim 0 (the input itself
+  // when split_dim is 0), the blocks are an even all_to_all_single, whose output
+  // holds the blocks received, stacked along dim 0 in rank order; every rank
+  // passes the same shape, so they have the shape of the blocks sent. concat_dim 0
+  // is that output; another dim concatenates them along it. (Each block made
+  // contiguous, exchanged through the list form and concatenated again cost three
+  // copies of the tensor where split_dim and concat_dim are 0.)
   const int64_t block = tensor.size(sd) / n;
-  std::vector<Tensor> blocks;
-  for (int j = 0; j < n; ++j) blocks.push_back(narrow(tensor, sd, j * block, block).contiguous());
-  // Every rank passes the same shape, so what arrives has the shape of what leaves.
-  std::vector<Shape> shapes(static_cast<size_t>(n), blocks[0].shape());
-  auto received = all_to_all_with_output_shape(shapes, blocks, group).first;
-  return cat_dim(received, cd);
+  Tensor stacked = tensor;
+  if (sd != 0) {
+    std::vector<Tensor> blocks;
+    for (int j = 0; j < n; ++j) blocks.push_back(narrow(tensor, sd, j * block, block));
+    stacked = Tensor::cat(blocks);
+  }
+  Tensor received =
+      all_to_all_single_with_output_shape(stacked.shape(), stacked, {}, {}, group).first;
+  if (cd == 0) return received;
+  return cat_dim(received.split(n), cd);
 }
 
 Tensor all_to_all_v(const Tensor& tensor, const std::vector<int64_t>& send_numel_list,

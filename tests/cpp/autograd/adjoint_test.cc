@@ -194,7 +194,7 @@ std::vector<LinearCase> all_to_all_cases(const TestGroup& g) {
     Shape shape;
   };
   for (const Dims& d : {Dims{1, 0, {2, 2 * ni, 3}}, Dims{0, 2, {ni, 2, 3}}, Dims{1, 1, {2, 2 * ni}},
-                        Dims{-1, 0, {1, 3 * ni}}}) {
+                        Dims{-1, 0, {1, 3 * ni}}, Dims{0, 0, {2 * ni, 3}}}) {
     const std::string name =
         "all_to_all split " + std::to_string(d.split) + " concat " + std::to_string(d.concat);
     cases.push_back({name, same_shapes(name, n, d.shape),
