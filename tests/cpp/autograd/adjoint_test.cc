@@ -127,6 +127,11 @@ std::vector<LinearCase> reduction_cases(const TestGroup& g) {
       {"all_gather_v", random_world("agv", gv_shapes), ref::all_gather_v,
        [grp](const std::vector<Tensor>& x) { return std::vector<Tensor>{all_gather_v(x[0], grp)}; },
        rule_of(ag::get_bprop("all_gather_v", {{"group", grp}}))});
+  // Equal row counts take all_gather_into_tensor instead of the all-to-all.
+  cases.push_back(
+      {"all_gather_v equal rows", same_shapes("agv_equal", n, {3, 2}), ref::all_gather_v,
+       [grp](const std::vector<Tensor>& x) { return std::vector<Tensor>{all_gather_v(x[0], grp)}; },
+       rule_of(ag::get_bprop("all_gather_v", {{"group", grp}}))});
   std::vector<int64_t> rs_rows(n);
   for (size_t r = 0; r < n; ++r) rs_rows[r] = static_cast<int64_t>((r + 1) % 3);
   const int64_t total = std::accumulate(rs_rows.begin(), rs_rows.end(), int64_t{0});
