@@ -37,22 +37,24 @@ namespace {
 
 constexpr const char* kSingleName = "all_to_all_single_with_output_shape";
 
-// A tuple or list; checked, a subclass of either too (comm_func passes some
-// arguments on as given).
-bool is_tuple_or_list(PyObject* obj, bool checked) {
-  if (checked) return PyTuple_Check(obj) || PyList_Check(obj);
-  return PyTuple_CheckExact(obj) || PyList_CheckExact(obj);
+// Whether `obj` is a tuple or list (checked: a subclass of either too, as
+// comm_func passes some arguments on as given). Unchecked, anything else declines
+// (false); checked, it raises a TypeError naming op and what.
+bool is_tuple_or_list(PyObject* obj, bool checked, const char* op, const char* what) {
+  if (checked ? PyTuple_Check(obj) || PyList_Check(obj)
+              : PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) {
+    return true;
+  }
+  if (!checked) return false;
+  throw collie::TypeError(std::string("For ") + op + ", " + what +
+                          " must be a tuple or list, but got " + Py_TYPE(obj)->tp_name);
 }
 
 // The items of a tuple or list of ints into *out. Unchecked, anything else (a
 // bool, an int beyond int64) declines; checked, it raises.
 bool read_ints(PyObject* seq, bool checked, const char* op, const char* what,
                std::vector<int64_t>* out) {
-  if (!is_tuple_or_list(seq, checked)) {
-    if (!checked) return false;
-    throw collie::TypeError(std::string("For ") + op + ", " + what +
-                            " must be a tuple or list of int, but got " + Py_TYPE(seq)->tp_name);
-  }
+  if (!is_tuple_or_list(seq, checked, op, what)) return false;
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   PyObject** items = PySequence_Fast_ITEMS(seq);
   out->clear();
@@ -106,12 +108,8 @@ PyObject* all_to_all_single_with_output_shape(PyObject*, PyObject* const* args, 
 // The list form's inputs: a tuple or list of numpy arrays of one dtype (checked:
 // any tensors, which collie checks).
 bool read_tensors(PyObject* seq, bool checked, std::vector<collie::Tensor>* out) {
-  if (!is_tuple_or_list(seq, checked)) {
-    if (!checked) return false;
-    throw collie::TypeError(
-        std::string("For all_to_all_with_output_shape, input_tensor_list must be "
-                    "a tuple or list, but got ") +
-        Py_TYPE(seq)->tp_name);
+  if (!is_tuple_or_list(seq, checked, "all_to_all_with_output_shape", "input_tensor_list")) {
+    return false;
   }
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   PyObject** items = PySequence_Fast_ITEMS(seq);
@@ -125,11 +123,8 @@ bool read_tensors(PyObject* seq, bool checked, std::vector<collie::Tensor>* out)
 }
 
 bool read_shapes(PyObject* seq, bool checked, std::vector<collie::Shape>* out) {
-  if (!is_tuple_or_list(seq, checked)) {
-    if (!checked) return false;
-    throw collie::TypeError(std::string("For all_to_all_with_output_shape, output_shape_list must "
-                                        "be a tuple or list, but got ") +
-                            Py_TYPE(seq)->tp_name);
+  if (!is_tuple_or_list(seq, checked, "all_to_all_with_output_shape", "output_shape_list")) {
+    return false;
   }
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   PyObject** items = PySequence_Fast_ITEMS(seq);

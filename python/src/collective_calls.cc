@@ -82,14 +82,27 @@ PyObject* reduce_scatter_tensor(PyObject*, PyObject* const* args, Py_ssize_t nar
   });
 }
 
-PyObject* broadcast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+// broadcast's, scatter_tensor's and gather_into_tensor's arguments, (tensor,
+// root, group), through call(tensor, root, group) -> Tensor. `rows_needed`:
+// decline an input whose first dimension is 0 (comm_func raises MindSpore's
+// TypeError for it in gather_into_tensor).
+template <typename Call>
+PyObject* rooted(const char* name, const char* root_name, PyObject* const* args, Py_ssize_t nargs,
+                 Call call, bool rows_needed = false) {
   return call_translating([&]() -> PyObject* {
-    ArgReader in("broadcast", args, nargs, 3);
+    ArgReader in(name, args, nargs, 3);
     Tensor t;
-    int src = 0;
+    int root = 0;
     std::string_view group;
-    if (!in.tensor(0, &t) || !in.rank(1, "src", &src) || !in.str(2, &group)) return declined();
-    return to_python(blocking([&] { return collie::broadcast(t, src, group); })).release().ptr();
+    if (!in.tensor(0, &t) || !in.rank(1, root_name, &root) || !in.str(2, &group)) return declined();
+    if (rows_needed && t.dim() > 0 && t.shape()[0] < 1) return declined();
+    return to_python(blocking([&] { return call(t, root, group); })).release().ptr();
+  });
+}
+
+PyObject* broadcast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return rooted("broadcast", "src", args, nargs, [](const Tensor& t, int src, std::string_view g) {
+    return collie::broadcast(t, src, g);
   });
 }
 
@@ -108,32 +121,19 @@ PyObject* reduce(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 PyObject* scatter_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return call_translating([&]() -> PyObject* {
-    ArgReader in("scatter_tensor", args, nargs, 3);
-    Tensor t;
-    int src = 0;
-    std::string_view group;
-    if (!in.tensor(0, &t) || !in.rank(1, "src", &src) || !in.str(2, &group)) return declined();
-    return to_python(blocking([&] { return collie::scatter_tensor(t, src, group); }))
-        .release()
-        .ptr();
-  });
+  return rooted("scatter_tensor", "src", args, nargs,
+                [](const Tensor& t, int src, std::string_view g) {
+                  return collie::scatter_tensor(t, src, g);
+                });
 }
 
-// Declines an input whose first dimension is 0 too: comm_func raises
-// MindSpore's TypeError for it.
 PyObject* gather_into_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return call_translating([&]() -> PyObject* {
-    ArgReader in("gather_into_tensor", args, nargs, 3);
-    Tensor t;
-    int dst = 0;
-    std::string_view group;
-    if (!in.tensor(0, &t) || !in.rank(1, "dst", &dst) || !in.str(2, &group)) return declined();
-    if (t.dim() > 0 && t.shape()[0] < 1) return declined();
-    return to_python(blocking([&] { return collie::gather_into_tensor(t, dst, group); }))
-        .release()
-        .ptr();
-  });
+  return rooted(
+      "gather_into_tensor", "dst", args, nargs,
+      [](const Tensor& t, int dst, std::string_view g) {
+        return collie::gather_into_tensor(t, dst, g);
+      },
+      /*rows_needed=*/true);
 }
 
 PyMethodDef collective_call_defs[] = {
