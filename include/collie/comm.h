@@ -177,6 +177,8 @@ std::vector<Tensor> batch_isend_irecv(std::initializer_list<P2POp> p2p_op_list);
 // input_tensor_list[i] goes to group rank i; output i (shape output_shape_list[i])
 // comes from group rank i. Lists must have N entries and one dtype (TypeError).
 // The sender's and receiver's element counts must agree (CommError otherwise).
+// The inputs are read where they lie, not copied together first (a
+// non-contiguous one is copied on its own); the outputs are views of one tensor.
 std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
     const std::vector<Shape>& output_shape_list, const std::vector<Tensor>& input_tensor_list,
     std::string_view group = WORLD, bool async_op = false);

@@ -20,8 +20,8 @@
 //     mismatched call: every rank raises CommError naming who passed what.
 //     (Calls under 16 KiB per rank take the staged path either way.)
 //     all_to_all_with_output_shape's input list counts as shared when every
-//     tensor in it is: pieces of one shared tensor (split()) are read where they
-//     lie, separate ones are first copied into one shared tensor.
+//     tensor in it is, whether they are pieces of one shared tensor (split()) or
+//     separate ones: each is read where it lies.
 //   - The contents of a new shared tensor are unspecified, as with numpy.empty.
 //   - Memory comes from /dev/shm in chunks (COLLIE_SHARED_CHUNK_BYTES, default
 //     64 MiB, or the request if larger), reused after tensors are freed, and

@@ -1,6 +1,7 @@
 // The three all-to-all functions of comm_func (collie/comm.h).
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -91,61 +92,96 @@ Tensor new_all_to_all_output(const Tensor& in, const Shape& output_shape) {
   return detail::new_output(in, output_shape, in.dtype());
 }
 
-// The inputs copied one after another into one new tensor: a shared one when
-// every input is shared, so that the call is a shared tensors' call exactly when
-// every input is (collie/shared.h), however they lie.
-Tensor concatenated(const std::vector<Tensor>& inputs, int64_t total, DType dtype) {
-  const bool all_shared = std::all_of(
-      inputs.begin(), inputs.end(), [](const Tensor& t) { return t.numel() == 0 || is_shared(t); });
-  Tensor joined = all_shared ? empty_shared({total}, dtype) : Tensor::uninitialized({total}, dtype);
-  int64_t at = 0;
-  for (const Tensor& t : inputs) {
-    if (t.numel() == 0) continue;
-    joined.slice(at, at + t.numel()).copy_from(t);
-    at += t.numel();
-  }
-  return joined;
-}
-
-// all_to_all_with_output_shape's inputs as one flat tensor. Inputs that lie back
-// to back in memory, each contiguous (the pieces of one tensor that split()
-// made, or numpy.split's views: the usual way to build the list), are viewed
-// where they are, kept alive by the view (a shared view when they are pieces of
-// a shared tensor); others are concatenated. The copy
-// cost the list form more than the exchange (2 ranks, float32, inputs from
-// split(): 4 MiB 365 against all_to_all_single's 199 us, 32 MiB 7.98 against
-// 2.81 ms).
-Tensor joined_inputs(const std::vector<Tensor>& inputs, int64_t total, DType dtype) {
-  const uint8_t* start = nullptr;
-  const uint8_t* end = nullptr;
-  bool one_storage = true;
-  for (const Tensor& t : inputs) {
-    if (t.numel() == 0) continue;  // adds no bytes, wherever it points
-    if (!t.is_contiguous()) return concatenated(inputs, total, dtype);
-    const auto* data = static_cast<const uint8_t*>(t.data_ptr());
-    if (start == nullptr) {
-      start = data;
-    } else if (data != end) {
-      return concatenated(inputs, total, dtype);
+// all_to_all_with_output_shape's inputs as the backend reads them. Inputs that
+// lie back to back in memory, each contiguous (the pieces of one tensor that
+// split() made, or numpy.split's views: the usual way to build the list), are one
+// packed view, kept alive by it (a shared view when they are pieces of a shared
+// tensor). Others are read piece by piece where they lie (a non-contiguous one
+// copied first); the call is then a shared tensors' call when every piece is
+// shared (collie/shared.h), however they lie. Copying the inputs together cost
+// the list form more than the exchange (2 ranks, float32, separate inputs: 4 MiB
+// 345 against all_to_all_single's 234 us, 32 MiB 4.17 against 2.00 ms).
+class ListInput {
+ public:
+  ListInput(const std::vector<Tensor>& inputs, int64_t total, DType dtype)
+      : packed_(packed_view(inputs, total, dtype)),
+        pieces_(packed_.has_value() ? 0 : inputs.size()),
+        read_(packed_.has_value() ? 2 : inputs.size() + 1) {
+    if (packed_) {
+      shared_ = is_shared(*packed_);
+      read_[0] = &*packed_;
+      return;
     }
-    end = data + t.nbytes();
-    one_storage = one_storage && t.storage() == inputs.front().storage();
+    shared_ = true;
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      const Tensor* t = &inputs[j];
+      read_[j] = t;
+      if (t->numel() == 0) continue;  // adds no bytes, wherever it points
+      if (!t->is_contiguous()) {
+        copies_.reserve(inputs.size());  // the pointers to earlier copies stay valid
+        t = read_[j] = &copies_.emplace_back(t->contiguous());
+      }
+      shared_ = shared_ && is_shared(*t);
+      pieces_[j] = t->data_ptr();
+    }
   }
-  if (start == nullptr) return Tensor::empty({total}, dtype);
-  void* data = const_cast<uint8_t*>(start);
-  if (one_storage) {  // the storage alone keeps every piece alive (no allocation for it)
-    return Tensor::from_blob(data, {total}, dtype, {}, [keep = inputs.front().storage()](void*) {});
+
+  // Whether every input is shared.
+  bool shared() const { return shared_; }
+  // A tensor of the call's dtype, for its OpInfo.
+  const Tensor& any() const { return *read_[0]; }
+  detail::AllToAllInput backend_input() const {
+    if (packed_) return {packed_->data_ptr(), {}};
+    return {nullptr, pieces_.span()};
   }
-  return Tensor::from_blob(data, {total}, dtype, {}, [keep = inputs](void*) {});
-}
+  // The tensors the call's Work keeps alive when it must: those the backend
+  // reads (the packed view, or each input or its copy), then `out`.
+  std::span<const Tensor* const> tensors_with(const Tensor& out) {
+    read_[read_.size() - 1] = &out;
+    return read_.span();
+  }
+
+ private:
+  // One view of inputs that lie back to back, each contiguous; else none.
+  static std::optional<Tensor> packed_view(const std::vector<Tensor>& inputs, int64_t total,
+                                           DType dtype) {
+    const uint8_t* start = nullptr;
+    const uint8_t* end = nullptr;
+    bool one_storage = true;
+    for (const Tensor& t : inputs) {
+      if (t.numel() == 0) continue;  // adds no bytes, wherever it points
+      const auto* data = static_cast<const uint8_t*>(t.data_ptr());
+      if (!t.is_contiguous() || (start != nullptr && data != end)) return std::nullopt;
+      if (start == nullptr) start = data;
+      end = data + t.nbytes();
+      one_storage = one_storage && t.storage() == inputs.front().storage();
+    }
+    if (start == nullptr) return Tensor::empty({total}, dtype);
+    void* data = const_cast<uint8_t*>(start);
+    if (one_storage) {  // the storage alone keeps every piece alive (no allocation for it)
+      return Tensor::from_blob(data, {total}, dtype, {},
+                               [keep = inputs.front().storage()](void*) {});
+    }
+    return Tensor::from_blob(data, {total}, dtype, {}, [keep = inputs](void*) {});
+  }
+
+  std::optional<Tensor> packed_;
+  std::vector<Tensor> copies_;  // contiguous copies of non-contiguous inputs
+  bool shared_ = false;
+  detail::InlineOrHeap<const void*, 32> pieces_;  // given piece by piece: where each lies
+  detail::InlineOrHeap<const Tensor*, 33> read_;  // tensors_with()'s, the last one `out`
+};
 
 // all_to_all_with_output_shape's output: one tensor of `total` elements, returned,
 // whose consecutive pieces of output_shape_list's shapes go to `outputs`. Shapes
 // that differ only in dim 0 (rows of one width, the usual case) are rows of one
 // tensor of that width, sliced; others are reshaped 1-D slices (a second layout
 // each).
-Tensor new_split_outputs(const Tensor& in, const std::vector<Shape>& shapes, int64_t total,
-                         DType dtype, std::vector<Tensor>& outputs) {
+Tensor new_split_outputs(bool shared, const std::vector<Shape>& shapes, int64_t total, DType dtype,
+                         std::vector<Tensor>& outputs) {
+  auto new_output = [&](const Shape& shape) {
+    return shared ? empty_shared(shape, dtype) : Tensor::uninitialized(shape, dtype);
+  };
   const Shape& first = shapes.front();
   bool rows_of_one_width = !first.empty();
   int64_t rows = 0;
@@ -159,7 +195,7 @@ Tensor new_split_outputs(const Tensor& in, const std::vector<Shape>& shapes, int
   if (rows_of_one_width) {
     Shape shape = first;
     shape[0] = rows;
-    Tensor out = detail::new_output(in, shape, dtype);
+    Tensor out = new_output(shape);
     int64_t row = 0;
     for (const Shape& s : shapes) {
       outputs.push_back(out.slice(row, row + s[0]));
@@ -167,7 +203,7 @@ Tensor new_split_outputs(const Tensor& in, const std::vector<Shape>& shapes, int
     }
     return out;
   }
-  Tensor out = detail::new_output(in, {total}, dtype);
+  Tensor out = new_output({total});
   int64_t offset = 0;
   for (const Shape& s : shapes) {
     const int64_t len = shape_numel(s);
@@ -177,13 +213,21 @@ Tensor new_split_outputs(const Tensor& in, const std::vector<Shape>& shapes, int
   return out;
 }
 
-WorkPtr launch(detail::Group& g, const Tensor& in, CallCounts& counts, const Tensor& out,
+// `keep`: the tensors that hold what `in` points to, and the output (the Work
+// keeps them alive when it must); `dtype_of`: one of the call's dtype.
+WorkPtr launch(detail::Group& g, const Tensor& dtype_of, const detail::AllToAllInput& in,
+               std::span<const Tensor* const> keep, CallCounts& counts, const Tensor& out,
                bool blocking) {
   // Counts differ per rank, so the fingerprint carries none (step 0 checks them).
-  detail::OpInfo info = detail::op_info(OpKind::AllToAll, in, 0, ReduceOp::SUM, -1, blocking);
-  return g.submit(info, {&in, &out}, [&](Backend& b, const WorkPtr& w) {
-    b.all_to_all(w, in.data_ptr(), counts.send(), out.data_ptr(), counts.recv(), in.dtype());
+  detail::OpInfo info = detail::op_info(OpKind::AllToAll, dtype_of, 0, ReduceOp::SUM, -1, blocking);
+  return g.submit(info, keep, [&](Backend& b, const WorkPtr& w) {
+    b.all_to_all(w, in, counts.send(), out.data_ptr(), counts.recv(), dtype_of.dtype());
   });
+}
+WorkPtr launch(detail::Group& g, const Tensor& in, CallCounts& counts, const Tensor& out,
+               bool blocking) {
+  const Tensor* keep[] = {&in, &out};
+  return launch(g, in, {in.data_ptr(), {}}, keep, counts, out, blocking);
 }
 
 }  // namespace
@@ -221,10 +265,11 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
     total_send += static_cast<int64_t>(send[i]);
     total_recv += static_cast<int64_t>(recv[i]);
   }
-  const Tensor in = joined_inputs(input_tensor_list, total_send, dtype);
+  ListInput in(input_tensor_list, total_send, dtype);
   std::vector<Tensor> outputs;
-  const Tensor out = new_split_outputs(in, output_shape_list, total_recv, dtype, outputs);
-  WorkPtr w = launch(*g, in, counts, out, !async_op);
+  const Tensor out = new_split_outputs(in.shared(), output_shape_list, total_recv, dtype, outputs);
+  WorkPtr w =
+      launch(*g, in.any(), in.backend_input(), in.tensors_with(out), counts, out, !async_op);
   if (!async_op) {
     w->wait();
     return {outputs, CommHandle()};

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -24,6 +25,24 @@ using CountSpan = std::span<const size_t>;
 // Counts a backend keeps while an operation runs. Every call makes some and
 // drops them: from the per-thread pool (core/small_pool.h).
 using Counts = std::vector<size_t, PoolAllocator<size_t>>;
+
+// Where an all_to_all's input lies: the pieces for ranks 0..n-1 back to back in
+// rank order from `packed` (all_to_all_single, or a list whose tensors lie back
+// to back), or, when `pieces` is not empty, the piece for rank j at pieces[j]
+// wherever it is (all_to_all_with_output_shape's separate tensors, read in place
+// instead of copied together first). Like the counts, `pieces` is read during the
+// call only; the memory it points to is read until the operation completes.
+struct AllToAllInput {
+  const void* packed = nullptr;
+  std::span<const void* const> pieces;
+
+  bool is_packed() const { return pieces.empty(); }
+  // Where the piece for rank j starts; `displacement`: the bytes before it in a
+  // packed input (the sum of the earlier pieces' sizes).
+  const void* piece(size_t j, size_t displacement) const {
+    return is_packed() ? static_cast<const uint8_t*>(packed) + displacement : pieces[j];
+  }
+};
 
 class Backend {
  public:
@@ -51,11 +70,12 @@ class Backend {
   virtual void scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                        int root) = 0;
   virtual void barrier(const WorkPtr& w) = 0;
-  // Sends send_counts[j] elements to rank j (packed in rank order in `in`) and
-  // receives recv_counts[j] from rank j (packed in rank order in `out`). The
-  // counts are read during the call only: the operation copies what it keeps.
-  virtual void all_to_all(const WorkPtr& w, const void* in, CountSpan send_counts, void* out,
-                          CountSpan recv_counts, DType dtype) = 0;
+  // Sends send_counts[j] elements to rank j (from `in`: packed in rank order or
+  // piece by piece) and receives recv_counts[j] from rank j (packed in rank order
+  // in `out`). The counts are read during the call only: the operation copies
+  // what it keeps.
+  virtual void all_to_all(const WorkPtr& w, const AllToAllInput& in, CountSpan send_counts,
+                          void* out, CountSpan recv_counts, DType dtype) = 0;
   virtual void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
                     int tag) = 0;
   virtual void recv(const WorkPtr& w, void* out, size_t count, DType dtype, int peer, int tag) = 0;

@@ -59,7 +59,7 @@ WorkPtr Group::new_work(OpInfo info) {
   return work;
 }
 
-WorkPtr Group::submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
+WorkPtr Group::submit(OpInfo info, std::span<const Tensor* const> keep_alive,
                       FunctionRef<void(Backend&, const WorkPtr&)> launch) {
   std::lock_guard<FutexMutex> lock(submit_mu_);
   WorkPtr work = new_work(std::move(info));

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,8 +62,13 @@ class Group {
   // The choke point. `launch` is called with the backend and the new Work, which
   // keeps the storage of the `keep_alive` tensors alive until it is destroyed
   // (asynchronous operations only: a blocking caller holds them itself).
-  WorkPtr submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
+  WorkPtr submit(OpInfo info, std::span<const Tensor* const> keep_alive,
                  FunctionRef<void(Backend&, const WorkPtr&)> launch);
+  WorkPtr submit(OpInfo info, std::initializer_list<const Tensor*> keep_alive,
+                 FunctionRef<void(Backend&, const WorkPtr&)> launch) {
+    return submit(std::move(info),
+                  std::span<const Tensor* const>(keep_alive.begin(), keep_alive.size()), launch);
+  }
   // The choke point for one call of several transfers (a batch_isend_irecv run on
   // this group): one sequence number and one Work of `parts` parts
   // (Work::expect_parts), which `launch` hands to the backend once per transfer.

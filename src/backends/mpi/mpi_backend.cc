@@ -51,8 +51,8 @@ void MpiBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
 
 void MpiBackend::barrier(const WorkPtr& w) { collective(make_barrier(*group_, w)); }
 
-void MpiBackend::all_to_all(const WorkPtr& w, const void* in, CountSpan send_counts, void* out,
-                            CountSpan recv_counts, DType dtype) {
+void MpiBackend::all_to_all(const WorkPtr& w, const AllToAllInput& in, CountSpan send_counts,
+                            void* out, CountSpan recv_counts, DType dtype) {
   collective(make_all_to_all(*group_, w, in, send_counts, out, recv_counts, dtype));
 }
 

@@ -32,7 +32,7 @@ class MpiBackend final : public Backend {
   void scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                int root) override;
   void barrier(const WorkPtr& w) override;
-  void all_to_all(const WorkPtr& w, const void* in, CountSpan send_counts, void* out,
+  void all_to_all(const WorkPtr& w, const AllToAllInput& in, CountSpan send_counts, void* out,
                   CountSpan recv_counts, DType dtype) override;
   void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
             int tag) override;

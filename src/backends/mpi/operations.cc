@@ -87,13 +87,28 @@ std::unique_ptr<Task> make_barrier(const MpiGroup& g, const WorkPtr& w) {
 // Like shm, the ranks first share every rank's send and receive counts, so each
 // knows the whole matrix: a mismatch (i sends j fewer or more elements than j
 // expects) fails on every rank alike, before any data moves, and the group stays
-// usable. MPI itself would truncate or misplace data instead.
-std::unique_ptr<Task> make_all_to_all(const MpiGroup& g, const WorkPtr& w, const void* in,
-                                      CountSpan send_counts, void* out, CountSpan recv_counts,
-                                      DType dtype) {
+// usable. MPI itself would truncate or misplace data instead. An input given
+// piece by piece is first copied together into the task's scratch: MPI's
+// all_to_all takes one buffer (its displacements are ints from one address).
+std::unique_ptr<Task> make_all_to_all(const MpiGroup& g, const WorkPtr& w,
+                                      const AllToAllInput& input, CountSpan send_counts, void* out,
+                                      CountSpan recv_counts, DType dtype) {
   auto t = std::make_unique<Task>(w);
   const std::string what = w->info().describe();
   const size_t n = static_cast<size_t>(g.size());
+  const void* in = input.packed;
+  if (!input.is_packed()) {
+    const size_t esize = element_size(dtype);
+    size_t bytes = 0;
+    for (size_t c : send_counts) bytes += c * esize;
+    uint8_t* joined = t->scratch(bytes);
+    for (size_t j = 0, at = 0; j < n; ++j) {
+      if (send_counts[j] == 0) continue;
+      std::memcpy(joined + at, input.pieces[j], send_counts[j] * esize);
+      at += send_counts[j] * esize;
+    }
+    in = joined;
+  }
   std::vector<int>& sc = t->ints(n);
   std::vector<int>& sd = t->ints(n);
   std::vector<int>& rc = t->ints(n);

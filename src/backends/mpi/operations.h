@@ -27,7 +27,7 @@ std::unique_ptr<Task> make_gather(const MpiGroup& g, const WorkPtr& w, const voi
 std::unique_ptr<Task> make_scatter(const MpiGroup& g, const WorkPtr& w, const void* in, void* out,
                                    size_t count, DType dtype, int root);
 std::unique_ptr<Task> make_barrier(const MpiGroup& g, const WorkPtr& w);
-std::unique_ptr<Task> make_all_to_all(const MpiGroup& g, const WorkPtr& w, const void* in,
+std::unique_ptr<Task> make_all_to_all(const MpiGroup& g, const WorkPtr& w, const AllToAllInput& in,
                                       CountSpan send_counts, void* out, CountSpan recv_counts,
                                       DType dtype);
 

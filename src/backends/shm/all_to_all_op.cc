@@ -1,12 +1,13 @@
 // all_to_all over the shared-memory slots (make_all_to_all in collectives.h).
 //
 // Every step's slot holds a header (the 2N send and receive counts, then where
-// the input is, read in step 0) and N pieces, one per destination. Step 0
-// carries the counts and the first piece of data together: every rank checks
-// the whole matrix (what i sends to j must be what j expects from i; a mismatch
-// fails on every rank alike, before any data is read), then takes its data, and
-// the matrix says how many more steps the largest piece needs. So a call whose
-// pieces fit one slot is one step.
+// the input is, read in step 0; for an input given piece by piece,
+// AllToAllInput, where each destination's piece is) and N pieces, one per
+// destination. Step 0 carries the counts and the first piece of data together:
+// every rank checks the whole matrix (what i sends to j must be what j expects
+// from i; a mismatch fails on every rank alike, before any data is read), then
+// takes its data, and the matrix says how many more steps the largest piece
+// needs. So a call whose pieces fit one slot is one step.
 //
 // A rank whose counts and pieces fit its step line (kInlineBytes, with the
 // counts one or two bytes wide) writes its step 0 there, *compact*, and leaves
@@ -61,6 +62,7 @@
 #include <bit>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "backends/shm/cma.h"
 #include "backends/shm/collectives.h"
@@ -182,13 +184,13 @@ constexpr size_t table_words(size_t n) { return 4 * n + 2 * n * n + n; }
 
 class AllToAllOp final : public StepOp {
  public:
-  AllToAllOp(const CollectiveCall& c, const void* in, CountSpan send_counts, void* out,
-             CountSpan recv_counts, DType dtype, std::optional<ArenaRef> shared_input)
+  AllToAllOp(const CollectiveCall& c, const AllToAllInput& in, CountSpan send_counts, void* out,
+             CountSpan recv_counts, DType dtype, std::span<const ArenaRef> shared_input)
       : StepOp(*c.engine, *c.group, c.work, 1),
         engine_(*c.engine),
-        shared_(shared_input.has_value()),
-        in_ref_(shared_input.value_or(ArenaRef{})),
-        in_(static_cast<const uint8_t*>(in)),
+        shared_(!shared_input.empty()),
+        in_ref_(in.is_packed() && shared_ ? shared_input[0] : ArenaRef{}),
+        in_(static_cast<const uint8_t*>(in.packed)),
         out_(static_cast<uint8_t*>(out)),
         esize_(element_size(dtype)),
         header_bytes_(all_to_all_header_bytes(send_counts.size())),
@@ -219,6 +221,11 @@ class AllToAllOp final : public StepOp {
         largest_from_peer = std::max(largest_from_peer, recv_counts[i]);
         for_peers += send_counts[i];
       }
+    }
+    if (!in.is_packed()) {
+      sources_.reserve(n);
+      for (const void* piece : in.pieces) sources_.push_back(static_cast<const uint8_t*>(piece));
+      if (shared_) piece_refs_.assign(shared_input.begin(), shared_input.end());
     }
     in_on_huge_pages_ = input_on_huge_pages(sent, largest_for_peer);
     // Ranks that passed shared tensors and ranks that did not must not mix.
@@ -269,10 +276,7 @@ class AllToAllOp final : public StepOp {
           words[j] = send_[j];
           words[n + j] = recv_[j];
         }
-        words[2 * n] = reinterpret_cast<uint64_t>(in_);  // for CMA
-        words[2 * n + 1] = in_ref_.chunk | static_cast<uint64_t>(in_ref_.present) << 32 |
-                           (in_on_huge_pages_ ? kInputOnHugePages : 0);
-        words[2 * n + 2] = in_ref_.offset;
+        write_where(words + 2 * n);
       }
     }
     for (size_t d = 0; d < n; ++d) {
@@ -280,7 +284,7 @@ class AllToAllOp final : public StepOp {
       if (d == me() || pulled(send_[d], in_on_huge_pages_)) continue;
       Range r = range_of(step, send_[d], per_step_);
       if (r.len > 0) {
-        std::memcpy(piece(slot, d), in_ + (send_displ(d) + r.begin) * esize_, r.len * esize_);
+        std::memcpy(piece(slot, d), source(d) + r.begin * esize_, r.len * esize_);
       }
     }
   }
@@ -323,6 +327,32 @@ class AllToAllOp final : public StepOp {
   // Set in the header word that holds the arena chunk (bits 0-31) and whether
   // there is one (bit 32): the sender's input lies on huge pages.
   static constexpr uint64_t kInputOnHugePages = uint64_t{1} << 40;
+  // Set there too when the sender's input is given piece by piece: the three
+  // words that say where the piece for rank d lies follow at 3 * (1 + d).
+  static constexpr uint64_t kPiecesApart = uint64_t{1} << 41;
+
+  // Where the piece for rank d starts in this rank's input.
+  const uint8_t* source(size_t d) const {
+    return sources_.empty() ? in_ + send_displ(d) * esize_ : sources_[d];
+  }
+
+  // The header's words after the counts: where this rank's input lies (its
+  // address for CMA, its place in the arena), and with kPiecesApart where each
+  // piece does.
+  void write_where(uint64_t* where) const {
+    auto put = [](uint64_t* at, const void* address, ArenaRef ref, uint64_t flags) {
+      at[0] = reinterpret_cast<uint64_t>(address);
+      at[1] = ref.chunk | static_cast<uint64_t>(ref.present) << 32 | flags;
+      at[2] = ref.offset;
+    };
+    const uint64_t huge = in_on_huge_pages_ ? kInputOnHugePages : 0;
+    if (sources_.empty()) return put(where, in_, in_ref_, huge);
+    put(where, nullptr, ArenaRef{}, huge | kPiecesApart);
+    for (size_t d = 0; d < sources_.size(); ++d) {
+      put(where + kAllToAllWhereWords * (1 + d), sources_[d], shared_ ? piece_refs_[d] : ArenaRef{},
+          0);
+    }
+  }
 
   // Does the piece of `count` elements between two different ranks skip the
   // slots? `sender_on_huge_pages`: the sender's input lies on huge pages.
@@ -336,9 +366,17 @@ class AllToAllOp final : public StepOp {
   // the answer can matter: a piece for a peer of kCmaPairMax (the table's limit)
   // or more read with CMA.
   // `sent`: every element of the input; `largest_for_peer`: its largest piece for another rank.
+  // Given piece by piece, the input is on huge pages when every such piece is.
   bool input_on_huge_pages(size_t sent, size_t largest_for_peer) const {
     if (shared_ || cma_pieces_.empty() || cma_pieces_.below == SizeRange::kUnbounded) return false;
-    return largest_for_peer * esize_ >= cma_pieces_.below && lies_on_huge_pages(in_, sent * esize_);
+    if (largest_for_peer * esize_ < cma_pieces_.below) return false;
+    if (sources_.empty()) return lies_on_huge_pages(in_, sent * esize_);
+    for (size_t d = 0; d < sources_.size(); ++d) {
+      const size_t bytes = send_[d] * esize_;
+      if (d != me() && bytes >= cma_pieces_.below && !lies_on_huge_pages(sources_[d], bytes))
+        return false;
+    }
+    return true;
   }
 
   uint8_t* piece(uint8_t* slot, size_t d) const { return slot + header_bytes_ + d * piece_bytes_; }
@@ -356,7 +394,7 @@ class AllToAllOp final : public StepOp {
     uint8_t* at = line + CompactStep::pieces_at(n, compact_form_);
     for (size_t d = 0; d < n; ++d) {
       if (d == me() || send_[d] == 0) continue;
-      std::memcpy(at, in_ + send_displ(d) * esize_, send_[d] * esize_);
+      std::memcpy(at, source(d), send_[d] * esize_);
       at += send_[d] * esize_;
     }
   }
@@ -376,8 +414,7 @@ class AllToAllOp final : public StepOp {
   // In step 0, once the counts are checked (both paths): the own piece goes from
   // input to output at once, never through a slot.
   void copy_own_piece() {
-    copy_out(out_ + recv_displ(me()) * esize_, in_ + send_displ(me()) * esize_,
-             recv_[me()] * esize_);
+    copy_out(out_ + recv_displ(me()) * esize_, source(me()), recv_[me()] * esize_);
   }
 
   // How the ranks wrote their step 0, each by its own counts (CompactStep): all
@@ -532,17 +569,23 @@ class AllToAllOp final : public StepOp {
       const size_t p = (me() + i) % n;
       if (!pulled(recv_[p], on_huge_pages(p))) continue;
       const size_t* sends = matrix() + p * 2 * n;
-      const auto* words = reinterpret_cast<const uint64_t*>(slots[p]);
-      uint64_t from = 0, sent = 0;  // elements before this rank's piece in p's input; all of it
-      for (size_t j = 0; j < n; ++j) {
-        if (j < me()) from += sends[j];
-        sent += sends[j];
+      const uint64_t* where = reinterpret_cast<const uint64_t*>(slots[p]) + 2 * n;
+      // Elements before this rank's piece in where p's input lies; all of it.
+      uint64_t from = 0, sent = 0;
+      if ((where[1] & kPiecesApart) != 0) {
+        where += kAllToAllWhereWords * (1 + me());  // this rank's piece, on its own
+        sent = recv_[p];
+      } else {
+        for (size_t j = 0; j < n; ++j) {
+          if (j < me()) from += sends[j];
+          sent += sends[j];
+        }
       }
       uint8_t* dst = out_ + recv_displ(p) * esize_;
       const int owner = group().world_rank(static_cast<int>(p));
       if (shared_) {
-        const ArenaRef ref{static_cast<uint32_t>(words[2 * n + 1]),
-                           static_cast<uint32_t>(words[2 * n + 1] >> 32), words[2 * n + 2]};
+        const ArenaRef ref{static_cast<uint32_t>(where[1]),
+                           static_cast<uint32_t>(where[1] >> 32) & 1, where[2]};
         if (!ref.present) {
           throw CommError(work()->info().describe() + ": rank " + std::to_string(owner) +
                           " has no input in the shared arena");
@@ -550,8 +593,8 @@ class AllToAllOp final : public StepOp {
         const uint8_t* src = engine_.peer_arenas().resolve(owner, ref, sent * esize_);
         copy_out(dst, src + from * esize_, recv_[p] * esize_);
       } else {
-        cma_read(group().pid(static_cast<int>(p)), dst, words[2 * n] + from * esize_,
-                 recv_[p] * esize_, owner);
+        cma_read(group().pid(static_cast<int>(p)), dst, where[0] + from * esize_, recv_[p] * esize_,
+                 owner);
       }
     }
   }
@@ -562,8 +605,12 @@ class AllToAllOp final : public StepOp {
   bool stream_output_ = false;
   uint8_t compact_form_ = 0;  // this rank's step 0 is compact (CompactStep) if nonzero: its form
   uint8_t counts_form_ = 0;   // else its step 0's counts are in its line if nonzero: their form
-  const uint8_t* in_;
+  const uint8_t* in_;         // a packed input (nullptr when given piece by piece)
   uint8_t* out_;
+  // An input given piece by piece: where each piece lies, and with shared_ where
+  // in the arena (both empty for a packed input).
+  std::vector<const uint8_t*, PoolAllocator<const uint8_t*>> sources_;
+  std::vector<ArenaRef, PoolAllocator<ArenaRef>> piece_refs_;
   size_t esize_, header_bytes_, piece_bytes_, per_step_;
   bool cma_;
   SizeRange cma_pieces_;           // pieces in it are read with CMA (copy_rules.h),
@@ -607,9 +654,9 @@ void check_all_to_all_counts(const ShmGroup& g, const OpInfo& info, const size_t
   throw CommError(info.describe() + ": send and receive sizes disagree:" + mismatches);
 }
 
-std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, CountSpan send_counts,
-                                         void* out, CountSpan recv_counts, DType dtype,
-                                         std::optional<ArenaRef> shared_input) {
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const AllToAllInput& in,
+                                         CountSpan send_counts, void* out, CountSpan recv_counts,
+                                         DType dtype, std::span<const ArenaRef> shared_input) {
   return std::make_unique<AllToAllOp>(c, in, send_counts, out, recv_counts, dtype, shared_input);
 }
 

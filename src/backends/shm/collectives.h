@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "backends/backend.h"
@@ -56,9 +57,11 @@ std::unique_ptr<OpState> make_barrier(CollectiveCall c);
 void check_all_to_all_counts(const ShmGroup& g, const OpInfo& info, const size_t* matrix);
 
 // `shared_input`: where this rank's input is in the shared arena, when every
-// rank's input and output are there (the pieces are then read in place).
-std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const void* in, CountSpan send_counts,
-                                         void* out, CountSpan recv_counts, DType dtype,
-                                         std::optional<ArenaRef> shared_input);
+// rank's input and output are there (the pieces are then read in place): one
+// reference for a packed input, one per piece (empty pieces: any) for an input
+// given piece by piece; empty when the input is not shared.
+std::unique_ptr<OpState> make_all_to_all(CollectiveCall c, const AllToAllInput& in,
+                                         CountSpan send_counts, void* out, CountSpan recv_counts,
+                                         DType dtype, std::span<const ArenaRef> shared_input);
 
 }  // namespace collie::detail

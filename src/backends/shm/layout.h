@@ -91,11 +91,13 @@ inline constexpr size_t kStepRecords = 2 * kStepLines;
 inline constexpr size_t kSmallSlotBytes = 4096;
 
 // all_to_all's slot: a header (2N counts, then kAllToAllWhereWords words: the
-// input's address, arena chunk|present, arena offset), 64-byte aligned, then N
-// pieces of equal, 64-byte aligned size. Fixed per group: ShmGroup computes it once.
+// input's address, arena chunk|present, arena offset; then the same three words
+// for each destination's piece, used when the input is given piece by piece),
+// 64-byte aligned, then N pieces of equal, 64-byte aligned size. Fixed per
+// group: ShmGroup computes it once.
 inline constexpr size_t kAllToAllWhereWords = 3;
 inline constexpr size_t all_to_all_header_bytes(size_t nranks) {
-  return ((2 * nranks + kAllToAllWhereWords) * sizeof(uint64_t) + 63) / 64 * 64;
+  return ((2 * nranks + kAllToAllWhereWords * (1 + nranks)) * sizeof(uint64_t) + 63) / 64 * 64;
 }
 inline constexpr size_t all_to_all_piece_bytes(size_t slot_bytes, size_t nranks) {
   return (slot_bytes - all_to_all_header_bytes(nranks)) / nranks / 64 * 64;

@@ -126,18 +126,44 @@ void ShmBackend::scatter(const WorkPtr& w, const void* in, void* out, size_t cou
 
 void ShmBackend::barrier(const WorkPtr& w) { engine_->submit(group_.get(), make_barrier(call(w))); }
 
-void ShmBackend::all_to_all(const WorkPtr& w, const void* in, CountSpan send_counts, void* out,
-                            CountSpan recv_counts, DType dtype) {
+void ShmBackend::all_to_all(const WorkPtr& w, const AllToAllInput& in, CountSpan send_counts,
+                            void* out, CountSpan recv_counts, DType dtype) {
   const size_t esize = element_size(dtype);
   size_t sent = 0, received = 0;
   for (size_t c : send_counts) sent += c;
   for (size_t c : recv_counts) received += c;
   // Shared at every size (the counts differ per rank, so no size threshold could
   // agree); the op reads the pieces worth it in place and stages small ones.
-  std::optional<ArenaRef> shared_input;
-  if (auto b = direct(in, sent * esize, out, received * esize, 0)) shared_input = b->in_ref;
+  if (in.is_packed()) {
+    std::optional<ArenaRef> shared_input;
+    if (auto b = direct(in.packed, sent * esize, out, received * esize, 0))
+      shared_input = b->in_ref;
+    std::span<const ArenaRef> refs;
+    if (shared_input) refs = std::span<const ArenaRef>(&*shared_input, 1);
+    engine_->submit(group_.get(),
+                    make_all_to_all(call(w), in, send_counts, out, recv_counts, dtype, refs));
+    return;
+  }
   engine_->submit(group_.get(),
-                  make_all_to_all(call(w), in, send_counts, out, recv_counts, dtype, shared_input));
+                  make_all_to_all(call(w), in, send_counts, out, recv_counts, dtype,
+                                  shared_pieces(in, send_counts, esize, out, received * esize)));
+}
+
+std::vector<ArenaRef, PoolAllocator<ArenaRef>> ShmBackend::shared_pieces(const AllToAllInput& in,
+                                                                         CountSpan send_counts,
+                                                                         size_t esize, void* out,
+                                                                         size_t out_bytes) const {
+  std::vector<ArenaRef, PoolAllocator<ArenaRef>> refs;
+  const SharedArena& arena = SharedArena::instance();
+  if (!arena.in_use()) return refs;
+  if (out != nullptr && !arena.locate(out, out_bytes).present) return refs;
+  refs.resize(send_counts.size());
+  for (size_t j = 0; j < send_counts.size(); ++j) {
+    if (send_counts[j] == 0) continue;  // read by nobody, wherever it points
+    refs[j] = arena.locate(in.pieces[j], send_counts[j] * esize);
+    if (!refs[j].present) return {};
+  }
+  return refs;
 }
 
 void ShmBackend::send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/shm/collectives.h"
@@ -34,7 +35,7 @@ class ShmBackend final : public Backend {
   void scatter(const WorkPtr& w, const void* in, void* out, size_t count, DType dtype,
                int root) override;
   void barrier(const WorkPtr& w) override;
-  void all_to_all(const WorkPtr& w, const void* in, CountSpan send_counts, void* out,
+  void all_to_all(const WorkPtr& w, const AllToAllInput& in, CountSpan send_counts, void* out,
                   CountSpan recv_counts, DType dtype) override;
   void send(const WorkPtr& w, const void* in, size_t count, DType dtype, int peer,
             int tag) override;
@@ -51,6 +52,11 @@ class ShmBackend final : public Backend {
   // shared and private tensors, which the fingerprints then report.
   std::optional<DirectBuffers> direct(const void* in, size_t in_bytes, void* out, size_t out_bytes,
                                       size_t min_bytes = kDirectMinBytes) const;
+  // Where each piece of an all_to_all input given piece by piece lies in the
+  // shared arena, when every non-empty one and the output do; else empty.
+  std::vector<ArenaRef, PoolAllocator<ArenaRef>> shared_pieces(const AllToAllInput& in,
+                                                               CountSpan send_counts, size_t esize,
+                                                               void* out, size_t out_bytes) const;
   // Private buffers for the CMA path (direct_ops.h) when the call's `bytes` per
   // rank lie in `sizes`, its row of the group's table (copy_rules.h).
   std::optional<DirectBuffers> cma(const void* in, size_t bytes, void* out,

@@ -79,6 +79,33 @@ void run_all_to_all_mix(int rank, const std::vector<int>& members, const std::st
     check_tensor(
         y, dt, {received}, [&](int64_t k) { return value_at(recv, me, false, k); }, what);
   });
+  // The list form. Odd group ranks pass their pieces out of order in one tensor
+  // (the piece for rank j + 1 before the one for j), read piece by piece where
+  // each lies, through CMA or the slots, each from its own address; even ones
+  // pass them in order (one packed input), so the two kinds meet in every call.
+  soft.check(what + ", list form", [&] {
+    const bool apart = me % 2 == 1;
+    std::vector<Tensor> pieces;
+    std::vector<int64_t> rows;
+    for (int i = 0; i < n; ++i) {
+      const int p = apart ? n - 1 - i : i;
+      const int64_t count = send[static_cast<size_t>(p)];
+      pieces.push_back(
+          make_tensor({count}, dt, [&](int64_t k) { return pattern_value(dt, 16 * me + p, k); }));
+      rows.push_back(count);
+    }
+    std::vector<Tensor> views = Tensor::cat(pieces).split(rows);
+    if (apart) std::reverse(views.begin(), views.end());
+    std::vector<Shape> shapes;
+    for (int p = 0; p < n; ++p) shapes.push_back({recv[static_cast<size_t>(p)]});
+    auto [ys, h] = all_to_all_with_output_shape(shapes, views, group);
+    for (int p = 0; p < n; ++p) {
+      check_tensor(
+          ys[static_cast<size_t>(p)], dt, shapes[static_cast<size_t>(p)],
+          [&](int64_t k) { return pattern_value(dt, 16 * p + me, k); },
+          what + ", list form, from group rank " + std::to_string(p));
+    }
+  });
 }
 
 // Every dtype, and two: the CMA paths move bytes, so which path a call takes and
@@ -581,8 +608,9 @@ TEST(CmaCopyPathForcedAlgo, ForcedAllReduceAlgorithmStages) {
 // pages, as its step-0 header tells the receiver. Rank 0's input (4 MiB) asks for
 // huge pages (collie's tensors of 2 MiB or more do, unless COLLIE_HUGE_PAGES=0),
 // rank 1's (900 KiB) does not: one call then reads one piece with CMA and stages
-// the other, and both ends must agree on which. Every element is checked on both
-// ranks, with huge pages allowed and not.
+// the other, and both ends must agree on which. The list form then passes a
+// tensor per piece: rank 0's 3 MiB one asks for huge pages on its own. Every
+// element is checked on both ranks, with huge pages allowed and not.
 class CmaStagedAllToAll : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CmaStagedAllToAll, LargePiecesFromInputsOnEitherPageSize) {
@@ -611,6 +639,22 @@ TEST_P(CmaStagedAllToAll, LargePiecesFromInputsOnEitherPageSize) {
               return pattern_value(dt, 16 * from + rank, from == 0 ? k : k - recv[0]);
             },
             "all_to_all, rank " + std::to_string(rank) + " from rank " + std::to_string(other));
+        // The list form on a tensor per piece (rank 0's 3 MiB piece on huge pages
+        // of its own, where allowed): the header says so for the pieces apart too.
+        std::vector<Tensor> pieces;
+        for (int to = 0; to < 2; ++to) {
+          pieces.push_back(make_tensor({send[static_cast<size_t>(to)]}, dt, [&](int64_t k) {
+            return pattern_value(dt, 16 * rank + to, k);
+          }));
+        }
+        auto [ys, hs] = all_to_all_with_output_shape({{recv[0]}, {recv[1]}}, pieces);
+        for (int from = 0; from < 2; ++from) {
+          check_tensor(
+              ys[static_cast<size_t>(from)], dt, {recv[static_cast<size_t>(from)]},
+              [&](int64_t k) { return pattern_value(dt, 16 * from + rank, k); },
+              "all_to_all list form, rank " + std::to_string(rank) + " from rank " +
+                  std::to_string(from));
+        }
       },
       o);
 }

@@ -144,8 +144,9 @@ TEST_P(SharedWorld, AllToAllUnevenSplits) {
                        "all_to_all " + what);
         });
         // The list form on the pieces of a shared tensor (read where they lie) on
-        // even ranks and on separate shared tensors (concatenated into a shared
-        // one) on odd ranks: shared on every rank, so its outputs are shared too.
+        // even ranks and on separate shared tensors (read piece by piece, each
+        // where it lies in the arena) on odd ranks: shared on every rank, so its
+        // outputs are shared too.
         soft.check("all_to_all list " + what, [&] {
           Tensor x = shared_tensor({in_rows, cols}, dt, [&](int64_t i) {
             return pattern_value(dt, 16 * rank + in_map[i].first, in_map[i].second);
@@ -155,8 +156,8 @@ TEST_P(SharedWorld, AllToAllUnevenSplits) {
           std::vector<Tensor> inputs = x.split(in_split);
           if (rank % 2 == 1) {
             // Odd ranks pass shared tensors of their own, which do not lie back to
-            // back: concatenated into a shared tensor, the call stays shared on
-            // every rank (mixing would be a mismatched call).
+            // back: every piece is shared, so the call stays shared on every rank
+            // (mixing would be a mismatched call).
             for (Tensor& in : inputs) {
               Tensor own = empty_shared(in.shape(), dt);
               own.copy_from(in);
