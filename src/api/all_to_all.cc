@@ -94,28 +94,29 @@ Tensor new_all_to_all_output(const Tensor& in, const Shape& output_shape) {
 
 // all_to_all_with_output_shape's inputs as the backend reads them. Inputs that
 // lie back to back in memory, each contiguous (the pieces of one tensor that
-// split() made, or numpy.split's views: the usual way to build the list), are one
-// packed view, kept alive by it (a shared view when they are pieces of a shared
-// tensor). Others are read piece by piece where they lie (a non-contiguous one
-// copied first); the call is then a shared tensors' call when every piece is
-// shared (collie/shared.h), however they lie. Copying the inputs together cost
-// the list form more than the exchange (2 ranks, float32, separate inputs: 4 MiB
-// 345 against all_to_all_single's 234 us, 32 MiB 4.17 against 2.00 ms).
+// split() made, or numpy.split's views: the usual way to build the list), are
+// one packed input, read where it lies (shared when it lies in the arena: the
+// pieces of a shared tensor). Others are read piece by piece where they lie (a
+// non-contiguous one copied first); the call is then a shared tensors' call when
+// every piece is shared (collie/shared.h), however they lie. Either way the Work
+// keeps the tensors read alive when it must, not a view made of them. Copying
+// the inputs together cost the list form more than the exchange (2 ranks,
+// float32, separate inputs: 4 MiB 345 against all_to_all_single's 234 us, 32 MiB
+// 4.17 against 2.00 ms).
 class ListInput {
  public:
-  ListInput(const std::vector<Tensor>& inputs, int64_t total, DType dtype)
-      : packed_(packed_view(inputs, total, dtype)),
-        pieces_(packed_.has_value() ? 0 : inputs.size()),
-        read_(packed_.has_value() ? 2 : inputs.size() + 1) {
+  explicit ListInput(const std::vector<Tensor>& inputs)
+      : packed_(packed_start(inputs)),
+        pieces_(packed_ ? 0 : inputs.size()),
+        read_(inputs.size() + 1) {
+    for (size_t j = 0; j < inputs.size(); ++j) read_[j] = &inputs[j];
     if (packed_) {
-      shared_ = is_shared(*packed_);
-      read_[0] = &*packed_;
+      shared_ = *packed_ != nullptr && detail::is_shared_memory(*packed_, packed_bytes_);
       return;
     }
     shared_ = true;
     for (size_t j = 0; j < inputs.size(); ++j) {
       const Tensor* t = &inputs[j];
-      read_[j] = t;
       if (t->numel() == 0) continue;  // adds no bytes, wherever it points
       if (!t->is_contiguous()) {
         copies_.reserve(inputs.size());  // the pointers to earlier copies stay valid
@@ -131,41 +132,35 @@ class ListInput {
   // A tensor of the call's dtype, for its OpInfo.
   const Tensor& any() const { return *read_[0]; }
   detail::AllToAllInput backend_input() const {
-    if (packed_) return {packed_->data_ptr(), {}};
+    if (packed_) return {*packed_, {}};
     return {nullptr, pieces_.span()};
   }
   // The tensors the call's Work keeps alive when it must: those the backend
-  // reads (the packed view, or each input or its copy), then `out`.
+  // reads (each input or its copy), then `out`.
   std::span<const Tensor* const> tensors_with(const Tensor& out) {
     read_[read_.size() - 1] = &out;
     return read_.span();
   }
 
  private:
-  // One view of inputs that lie back to back, each contiguous; else none.
-  static std::optional<Tensor> packed_view(const std::vector<Tensor>& inputs, int64_t total,
-                                           DType dtype) {
+  // Where inputs that lie back to back, each contiguous, start (nullptr when
+  // every one is empty; packed_bytes_ their bytes); else none.
+  std::optional<const void*> packed_start(const std::vector<Tensor>& inputs) {
     const uint8_t* start = nullptr;
     const uint8_t* end = nullptr;
-    bool one_storage = true;
     for (const Tensor& t : inputs) {
       if (t.numel() == 0) continue;  // adds no bytes, wherever it points
       const auto* data = static_cast<const uint8_t*>(t.data_ptr());
       if (!t.is_contiguous() || (start != nullptr && data != end)) return std::nullopt;
       if (start == nullptr) start = data;
       end = data + t.nbytes();
-      one_storage = one_storage && t.storage() == inputs.front().storage();
     }
-    if (start == nullptr) return Tensor::empty({total}, dtype);
-    void* data = const_cast<uint8_t*>(start);
-    if (one_storage) {  // the storage alone keeps every piece alive (no allocation for it)
-      return Tensor::from_blob(data, {total}, dtype, {},
-                               [keep = inputs.front().storage()](void*) {});
-    }
-    return Tensor::from_blob(data, {total}, dtype, {}, [keep = inputs](void*) {});
+    packed_bytes_ = static_cast<size_t>(end - start);
+    return start;
   }
 
-  std::optional<Tensor> packed_;
+  size_t packed_bytes_ = 0;
+  std::optional<const void*> packed_;
   std::vector<Tensor> copies_;  // contiguous copies of non-contiguous inputs
   bool shared_ = false;
   detail::InlineOrHeap<const void*, 32> pieces_;  // given piece by piece: where each lies
@@ -253,7 +248,7 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
   }
   CallCounts counts(n);
   std::span<size_t> send = counts.send(), recv = counts.recv();
-  int64_t total_send = 0, total_recv = 0;
+  int64_t total_recv = 0;
   for (size_t i = 0; i < n; ++i) {
     const Shape& shape = output_shape_list[i];
     if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
@@ -262,10 +257,9 @@ std::pair<std::vector<Tensor>, CommHandle> all_to_all_with_output_shape(
     }
     send[i] = static_cast<size_t>(input_tensor_list[i].numel());
     recv[i] = static_cast<size_t>(shape_numel(shape));
-    total_send += static_cast<int64_t>(send[i]);
     total_recv += static_cast<int64_t>(recv[i]);
   }
-  ListInput in(input_tensor_list, total_send, dtype);
+  ListInput in(input_tensor_list);
   std::vector<Tensor> outputs;
   const Tensor out = new_split_outputs(in.shared(), output_shape_list, total_recv, dtype, outputs);
   WorkPtr w =

@@ -38,13 +38,17 @@ Tensor empty_shared(const Shape& shape, DType dtype) {
 }
 
 bool is_shared(const Tensor& t) {
-  const auto& arena = detail::SharedArena::instance();
   // Checked first: every collective asks this of its input to choose its output.
-  if (!arena.in_use() || !t.is_contiguous()) return false;
-  return arena.locate(t.data_ptr(), t.nbytes()).present != 0;
+  if (!detail::SharedArena::instance().in_use() || !t.is_contiguous()) return false;
+  return detail::is_shared_memory(t.data_ptr(), t.nbytes());
 }
 
 namespace detail {
+
+bool is_shared_memory(const void* data, size_t nbytes) {
+  const auto& arena = SharedArena::instance();
+  return arena.in_use() && arena.locate(data, nbytes).present != 0;
+}
 
 Tensor new_output(const Tensor& input, const Shape& shape, DType dtype) {
   if (is_shared(input)) return empty_shared(shape, dtype);

@@ -14,5 +14,8 @@ Tensor new_output_like(const Tensor& input);
 // The same with input's shape but dim 0 = `rows` (a 0-d input: [rows]): the
 // output of a call that gathers or scatters rows (Tensor::uninitialized_rows_like).
 Tensor new_output_rows(const Tensor& input, int64_t rows);
+// Whether [data, data + nbytes) lies in the shared arena (is_shared of a
+// contiguous tensor there).
+bool is_shared_memory(const void* data, size_t nbytes);
 
 }  // namespace collie::detail
