@@ -83,12 +83,13 @@ TEST_P(AllToAllWorld, WithOutputShapeEveryDtype) {
   }, small_chunks());
 }
 
-// The list form's inputs in every arrangement joined_inputs tells apart: views of
-// one tensor back to back (read where they lie, zero-sized pieces among them),
+// The list form's inputs in every arrangement ListInput tells apart: views of
+// one tensor back to back (one packed input, zero-sized pieces among them),
 // pieces of one buffer that are separate tensors (back to back too), views out of
-// order and non-contiguous views (both concatenated); and its outputs as rows of
-// one width (sliced) or of other shapes (reshaped). Asynchronous calls drop every
-// reference to their inputs before waiting.
+// order (read piece by piece) and non-contiguous views (each copied on its own,
+// then read piece by piece); and its outputs as rows of one width (sliced) or of
+// other shapes (reshaped). Asynchronous calls drop every reference to their
+// inputs before waiting.
 TEST_P(AllToAllWorld, WithOutputShapeInputsAsViews) {
   const int n = GetParam();
   run_ranks(
