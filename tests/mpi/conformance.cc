@@ -6,10 +6,14 @@
 //   collie run -n 4 -- collie_conformance    (shm)
 // It prints one line per rank and exits 1 on any mismatch (details on stderr), 2 if
 // an operation threw.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -338,6 +342,98 @@ std::vector<int> roots(const Ctx& c, bool big) {
   return r;
 }
 
+// Memory for pieces that lie more than 2 GiB apart, the most MPI's int
+// displacements reach: one reservation of address space (no memory behind it but
+// two windows), a window for a large piece and one for small ones, 3 GiB apart
+// in either order.
+class FarApart {
+ public:
+  static constexpr size_t kWindow = 512u << 10;
+  static constexpr size_t kDistance = size_t{3} << 30;
+
+  explicit FarApart(bool small_first) {
+    void* p = mmap(nullptr, kDistance + kWindow, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("FarApart: mmap failed");
+    base_ = static_cast<uint8_t*>(p);
+    for (uint8_t* w : {base_, base_ + kDistance}) {
+      if (mprotect(w, kWindow, PROT_READ | PROT_WRITE) != 0)
+        throw std::runtime_error("FarApart: mprotect failed");
+    }
+    large_ = small_first ? base_ + kDistance : base_;
+    small_ = small_first ? base_ : base_ + kDistance;
+  }
+  FarApart(const FarApart&) = delete;
+  FarApart& operator=(const FarApart&) = delete;
+  ~FarApart() { munmap(base_, kDistance + kWindow); }
+
+  // A tensor of `values` in the large window or, the next one each time, in the small.
+  Tensor tensor(bool large, int64_t n, DType d, const std::function<double(int64_t)>& f) {
+    uint8_t* at = large ? large_ : small_ + 64 * small_used_++;
+    Tensor t = Tensor::from_blob(at, {n}, d);
+    Tensor values = make_tensor({n}, d, f);
+    std::memcpy(at, values.data_ptr(), static_cast<size_t>(n) * element_size(d));
+    return t;
+  }
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint8_t* large_ = nullptr;
+  uint8_t* small_ = nullptr;
+  size_t small_used_ = 0;
+};
+
+// all_to_all_with_output_shape where the ranks lay their pieces out differently:
+// odd group ranks pass views of one tensor (packed, one buffer), even ones a
+// tensor per piece, the large piece (300 KiB) for the next rank and 3 elements
+// for the others, more than 2 GiB away from it (after it on group ranks 0, 4,
+// ..., before it on 2, 6, ...: FarApart); from 3 ranks on, group rank 0
+// receives nothing (with 2, rank 0 would then pass a single piece). On the
+// mpi backend any rank's separate pieces make every rank's call MPI_Ialltoallw,
+// which reaches the far pieces through datatypes of their own
+// (src/backends/mpi/all_to_all.cc).
+int64_t mixed_len(int src, int dst, int m, int64_t large) {
+  if (m >= 3 && dst == 0) return 0;
+  return dst == (src + 1) % m ? large : 3;
+}
+
+void test_all_to_all_mixed(Checker& ck, const Ctx& c, DType d, bool async) {
+  const int m = c.m(), me = c.me;
+  const int64_t large = static_cast<int64_t>((300u << 10) / element_size(d)) + 1;
+  std::vector<Shape> shapes;
+  std::vector<int64_t> lens;
+  for (int j = 0; j < m; ++j) {
+    lens.push_back(mixed_len(me, j, m, large));
+    shapes.push_back({mixed_len(j, me, m, large)});
+  }
+  FarApart far(/*small_first=*/me % 4 == 2);
+  std::vector<Tensor> inputs;
+  if (me % 2 == 1) {
+    std::vector<double> vals;
+    for (int j = 0; j < m; ++j) {
+      for (int64_t i = 0; i < lens[static_cast<size_t>(j)]; ++i)
+        vals.push_back(a2a_value(d, me, j, i));
+    }
+    Tensor packed = make_tensor({static_cast<int64_t>(vals.size())}, d,
+                                [&](int64_t i) { return vals[static_cast<size_t>(i)]; });
+    inputs = packed.split(lens);
+  } else {
+    for (int j = 0; j < m; ++j) {
+      inputs.push_back(far.tensor(lens[static_cast<size_t>(j)] == large,
+                                  lens[static_cast<size_t>(j)], d,
+                                  [&](int64_t i) { return a2a_value(d, me, j, i); }));
+    }
+  }
+  auto [outs, h] = all_to_all_with_output_shape(shapes, inputs, c.name, async);
+  h.wait();
+  for (int j = 0; j < m; ++j) {
+    ck.tensor(what("all_to_all_with_output_shape (mixed layouts)", c, d, large,
+                   " from " + std::to_string(j) + (async ? " (async)" : "")),
+              outs[static_cast<size_t>(j)], shapes[static_cast<size_t>(j)], d,
+              [&](int64_t i) { return a2a_value(d, j, me, i); });
+  }
+}
+
 void run_group(Checker& ck, const Ctx& c, bool full) {
   for (DType d : kAllDTypes) {
     for (int64_t k : sizes(d, full)) {
@@ -358,6 +454,8 @@ void run_group(Checker& ck, const Ctx& c, bool full) {
     for (int64_t scale : {int64_t{0}, int64_t{1}, int64_t{5}})
       test_all_to_all(ck, c, d, scale, false);
     test_all_to_all(ck, c, d, full ? big_count(d) / 4 : 3, true);
+    if (d == DType::Float32 || d == DType::Bool || d == DType::Float64)
+      test_all_to_all_mixed(ck, c, d, /*async=*/d == DType::Float64);
     if (full) test_async_overlap(ck, c, d);
     barrier(c.name);
   }
