@@ -1,6 +1,9 @@
 #include "backends/mpi/task.h"
 
 #include <algorithm>
+#include <new>
+
+#include "core/block_cache.h"
 
 namespace collie::detail {
 
@@ -15,9 +18,20 @@ MPI_Request* Task::post() {
   return &requests_.back();
 }
 
+Task::~Task() {
+  for (const Block& b : scratch_) cached_free(b.data, b.capacity);
+}
+
 uint8_t* Task::scratch(size_t bytes) {
-  scratch_.emplace_back(new uint8_t[std::max<size_t>(bytes, 1)]);
-  return scratch_.back().get();
+  // A new[] of a few MiB was mapped, faulted in (zeroed by the kernel) and
+  // unmapped by every call: 2 ranks, an ordered all_reduce of 32 MiB, whose
+  // scratch receives each rank's share, took 125-180 ms, most of it page faults
+  // (perf), against 7.9 ms for a native one.
+  Block b{nullptr, 0};
+  b.data = cached_alloc(std::max<size_t>(bytes, 1), &b.capacity);
+  if (b.data == nullptr) throw std::bad_alloc();
+  scratch_.push_back(b);
+  return static_cast<uint8_t*>(b.data);
 }
 
 std::vector<int>& Task::ints(size_t n) { return ints_.emplace_back(n, 0); }

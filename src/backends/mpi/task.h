@@ -38,6 +38,7 @@ class Task {
   explicit Task(std::string label);
   Task(const Task&) = delete;
   Task& operator=(const Task&) = delete;
+  ~Task();
 
   void then(Phase phase) { phases_.push_back(std::move(phase)); }
 
@@ -46,7 +47,9 @@ class Task {
   MPI_Request* post();
   // Statuses of the previous phase's requests, in post() order.
   const std::vector<MPI_Status>& statuses() const { return prev_statuses_; }
-  // Uninitialised memory that lives as long as the task.
+  // Uninitialised memory that lives as long as the task, from the block cache
+  // (core/block_cache.h), as tensors' storage is: a large one is a block an
+  // earlier task or tensor gave back, its pages already there.
   uint8_t* scratch(size_t bytes);
   // Storage for MPI's count / displacement arrays that lives as long as the task.
   std::vector<int>& ints(size_t n);
@@ -87,7 +90,11 @@ class Task {
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> statuses_;
   std::vector<MPI_Status> prev_statuses_;
-  std::vector<std::unique_ptr<uint8_t[]>> scratch_;
+  struct Block {
+    void* data;
+    size_t capacity;
+  };
+  std::vector<Block> scratch_;
   std::deque<std::vector<int>> ints_;
   bool finished_ = false;
 };
