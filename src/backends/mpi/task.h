@@ -70,6 +70,8 @@ class Task {
   void describe_as(std::string what) { label_ = std::move(what); }
   // The caller waits on this operation right now (latency matters more than CPU).
   bool blocking() const;
+  // The operation's Work (null for an engine-internal task).
+  const WorkPtr& work() const { return work_; }
   std::future<void> future() { return promise_.get_future(); }
 
   // What a stalled task waits for, for timeout messages (set by tasks that know).

@@ -12,15 +12,9 @@
 #include "backends/shm/step_op.h"
 #include "collie/errors.h"
 #include "runtime/coarse_clock.h"
+#include "runtime/cpu_relax.h"
 #include "runtime/futex.h"
 #include "runtime/op_info.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define COLLIE_CPU_RELAX() _mm_pause()
-#else
-#define COLLIE_CPU_RELAX() std::this_thread::yield()
-#endif
 
 namespace collie::detail {
 namespace {
@@ -593,7 +587,7 @@ void ShmEngine::drive(const Work& work, const Clock::time_point* deadline) {
     if (may_yield && spins % yield_every_ == 0) {
       sched_yield();
     } else {
-      COLLIE_CPU_RELAX();
+      cpu_relax();
     }
   };
   CallerDriving driving(*this);
@@ -667,7 +661,7 @@ void ShmEngine::run() {
     bool idle = pending_async_.load(std::memory_order_acquire) == 0;
     if (stop_.load() && !has_pending()) return;
     if (!idle && Clock::now() - spin_start < spin_budget_) {
-      COLLIE_CPU_RELAX();
+      cpu_relax();
       continue;
     }
     sleep_unless_progress([] { return false; }, idle, P2PMatcher::Runner::progress_thread(),
