@@ -1,10 +1,12 @@
 #include "runtime/env.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collie/errors.h"
@@ -83,6 +85,11 @@ const std::vector<Family>& families() {
 }
 
 }  // namespace
+
+bool more_ranks_than_cpus(int ranks_here) {
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  return ranks_here > 0 && static_cast<unsigned>(ranks_here) > cpus;
+}
 
 std::string sanitize_job_id(const std::string& raw) {
   std::string out;

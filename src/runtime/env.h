@@ -43,6 +43,13 @@ double default_timeout_seconds();
 // off/detail, naming the variable.
 bool debug_detail();
 
+// Whether `ranks_here` processes of the job share this machine's CPUs with
+// fewer CPUs than ranks (hardware_concurrency; unknown counts as one CPU).
+// There a rank that polls for its peers takes the CPU a peer needs to make the
+// progress it polls for, so the engines sleep instead of polling (the shm
+// engine's waits, the mpi engine's driving callers).
+bool more_ranks_than_cpus(int ranks_here);
+
 // A positive byte count from variable `name`, else `fallback`. Accepts K/M/G suffixes.
 size_t env_bytes(const char* name, size_t fallback);
 

@@ -71,10 +71,8 @@ std::string what_of(std::exception_ptr e) {
 // needs: 4 ranks on 2 cores, back-to-back all_to_all_single of 64 B-32 KiB took
 // 1.2-1.7x as long with callers driving (Open MPI 4.1.4).
 bool oversubscribed() {
-  const unsigned cpus = std::thread::hardware_concurrency();
   try {
-    const LaunchEnv env = read_launch_env();
-    return cpus != 0 && static_cast<unsigned>(env.local_world_size) > cpus;
+    return more_ranks_than_cpus(read_launch_env().local_world_size);
   } catch (const std::exception&) {
     return false;  // malformed variables are init()'s to report
   }
@@ -218,14 +216,16 @@ void MpiEngine::drive(const Work& work, const Clock::time_point* deadline) {
   drivers_.fetch_add(1, std::memory_order_seq_cst);
   Clock::time_point last_activity = Clock::now();
   while (!work.is_completed()) {
+    // One clock read a pass: a pass is a few MPI_Tests, so the time it was taken
+    // at serves the deadline and idle checks after it as well.
+    const Clock::time_point now = Clock::now();
     bool moved = false;
     {
       std::lock_guard<std::mutex> lock(progress_mu_);
       if (finalized_) break;
-      moved = pass(Clock::now());
+      moved = pass(now);
     }
     if (work.is_completed()) break;
-    const Clock::time_point now = Clock::now();
     if (deadline != nullptr && now >= *deadline) break;
     if (moved) {
       last_activity = now;

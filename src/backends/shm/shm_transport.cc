@@ -1,7 +1,6 @@
 #include "backends/shm/shm_transport.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "backends/shm/arena.h"
 #include "backends/shm/cma.h"
@@ -82,8 +81,7 @@ class ShmTransport final : public Transport {
     cfg.slot_bytes = slot_bytes_;
     cfg.timeout_seconds = timeout;
     cfg.check_every_call = check_every_call_;
-    cfg.oversubscribed =
-        static_cast<unsigned>(env_.world_size) > std::max(1u, std::thread::hardware_concurrency());
+    cfg.oversubscribed = more_ranks_than_cpus(env_.world_size);  // shm: every rank is here
     cfg.collective_cma = !cfg.oversubscribed || cma_forced_by_env();
     return cfg;
   }
