@@ -39,7 +39,10 @@ struct Part {
 
 // Consecutive ops on one group.
 struct Run {
-  std::shared_ptr<Group> group;
+  // The first run's group is lookup_for_op's (this thread's cache holds it);
+  // later runs' are held here, looked up without replacing the cache.
+  Group* group = nullptr;
+  std::shared_ptr<Group> held;
   size_t begin = 0, end = 0;  // ops [begin, end)
   WorkPtr work;
 };
@@ -86,7 +89,14 @@ class Batch {
     for (size_t i = 0; i < ops_.size(); ++i) {
       const P2POp& op = ops_[i];
       if (i == 0 || !(op.group == ops_[i - 1].group.view())) {
-        runs_[nruns_++] = Run{detail::lookup_for_op(op.group, "batch_isend_irecv"), i, i, nullptr};
+        Run& added = runs_[nruns_++];
+        added = Run{nullptr, nullptr, i, i, nullptr};
+        if (nruns_ == 1) {
+          added.group = detail::lookup_for_op(op.group, "batch_isend_irecv");
+        } else {
+          added.held = detail::lookup_shared_for_op(op.group, "batch_isend_irecv");
+          added.group = added.held.get();
+        }
       }
       Run& run = runs_[nruns_ - 1];
       run.end = i + 1;

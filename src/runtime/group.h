@@ -78,13 +78,20 @@ class Group {
 
   // Waits until every operation issued on this group has finished.
   void drain();
+  // Detaches the group from its backend (destroy_group, release), after drain():
+  // later calls fail with a RuntimeError. The Group itself may live on a while,
+  // held by a thread's lookup cache (lookup_for_op), as a closed shell.
+  void close();
 
   const FlightRecorder& recorder() const { return *recorder_; }
 
  private:
   std::string name_;
-  // Stamped on every OpInfo: the recorder's copy of name_, owned with it.
+  // Stamped on every OpInfo: the recorder's copy of name_, owned with it, or
+  // (borrowed_name_) the same name without ownership, for the Works that never
+  // outlive their caller's hold on this group (new_work).
   std::shared_ptr<const std::string> shared_name_;
+  std::shared_ptr<const std::string> borrowed_name_;
   std::vector<int> world_ranks_;
   int size_shift_ = -1;  // log2(size()) for a power-of-two size, else -1 (rows_per_rank)
   bool ranks_are_world_ranks_ = false;  // world_ranks_[i] == i for every i
@@ -96,8 +103,11 @@ class Group {
   FutexMutex submit_mu_;
   uint64_t next_seq_ = 1;
 
-  // Stamps `info` and makes its Work (submit_mu_ held).
-  WorkPtr new_work(OpInfo info);
+  // Stamps `info` and makes its Work (submit_mu_ held); `caller_outlives_work`
+  // as new_work's comment says.
+  WorkPtr new_work(OpInfo info, bool caller_outlives_work);
+  // The backend, or a RuntimeError naming the call if close() ran (submit_mu_ held).
+  Backend& open_backend(const OpInfo& info);
 };
 
 }  // namespace collie::detail

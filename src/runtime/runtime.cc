@@ -64,10 +64,25 @@ bool is_world_name(std::string_view name) {
   return std::find(std::begin(kWorldNames), std::end(kWorldNames), name) != std::end(kWorldNames);
 }
 
-std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op) {
+namespace {
+// The group `group` for `op`, a member of it: what lookup_for_op's cache holds.
+std::shared_ptr<Group> require_member_group(std::string_view group, std::string_view op) {
+  auto g = require_group(group, op, "For ");
+  if (!g->is_member()) {
+    throw RuntimeError("For " + std::string(op) + ", this rank (" +
+                       std::to_string(runtime_state().env.rank) + ") is not a member of group '" +
+                       g->name() + "' " + rank_list(g->world_ranks()));
+  }
+  return g;
+}
+}  // namespace
+
+Group* lookup_for_op(std::string_view group, std::string_view op) {
   // Every call looks its group up: the group this thread found last is reused
-  // (no lock, no map search) while no group was created or destroyed since. A weak
-  // reference, so the cache never keeps a destroyed group alive.
+  // (no lock, no map search, no reference count: two atomic read-modify-writes)
+  // while no group was created or destroyed since. The cache holds it strongly,
+  // so a group destroyed meanwhile stays a closed shell (Group::close) until
+  // this thread looks a group up again, and the caller's pointer stays valid.
   struct Last {
     uint64_t generation = 0;  // 0: nothing cached (generations start at 1)
     std::string name;
@@ -75,7 +90,7 @@ std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op
     // again is the same name, found without comparing characters (a memcmp per
     // call). Any other view, even of equal text, is compared.
     std::string_view constant;
-    std::weak_ptr<Group> group;
+    std::shared_ptr<Group> group;
   };
   thread_local Last last;
   const uint64_t generation = runtime_state().generation.load(std::memory_order_acquire);
@@ -83,22 +98,21 @@ std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op
       ((!last.constant.empty() && group.data() == last.constant.data() &&
         group.size() == last.constant.size()) ||
        group == last.name)) {
-    if (auto g = last.group.lock()) return g;
+    return last.group.get();
   }
-  auto g = require_group(group, op, "For ");
-  if (!g->is_member()) {
-    throw RuntimeError("For " + std::string(op) + ", this rank (" +
-                       std::to_string(runtime_state().env.rank) + ") is not a member of group '" +
-                       g->name() + "' " + rank_list(g->world_ranks()));
-  }
+  auto g = require_member_group(group, op);
   last.generation = generation;
   last.name.assign(group);
   last.constant = {};
   for (std::string_view world : kWorldNames) {
     if (group.data() == world.data() && group.size() == world.size()) last.constant = world;
   }
-  last.group = g;
-  return g;
+  last.group = std::move(g);
+  return last.group.get();
+}
+
+std::shared_ptr<Group> lookup_shared_for_op(std::string_view group, std::string_view op) {
+  return require_member_group(group, op);
 }
 
 int to_group_rank(const Group& group, int world_rank, std::string_view op, std::string_view what) {
@@ -172,9 +186,14 @@ void release() {
       if (!first_error) first_error = std::current_exception();
     }
   };
-  for (auto& [name, g] : s.groups) drain(*g);
-  s.groups.clear();  // detaches each sub-group from the engine
+  // Closed explicitly (Group::close), since threads' lookup caches may hold them.
+  for (auto& [name, g] : s.groups) {
+    drain(*g);
+    g->close();
+  }
+  s.groups.clear();
   drain(*s.world);
+  s.world->close();
   s.world.reset();
   s.transport->shutdown();
   s.transport.reset();
@@ -346,8 +365,15 @@ void destroy_group(std::string_view group) {
     s.groups.erase(it);
     s.generation.fetch_add(1, std::memory_order_release);
   }
-  g->drain();
-  // Destroying the last reference detaches the group from the engine and unmaps it.
+  // Closed even if the drain reports an error: a thread's lookup cache may hold
+  // the Group a while longer, but not its segment or its place in the engine.
+  try {
+    g->drain();
+  } catch (...) {
+    g->close();
+    throw;
+  }
+  g->close();
 }
 
 }  // namespace collie

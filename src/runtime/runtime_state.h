@@ -47,8 +47,12 @@ RuntimeState& runtime_state();
 bool is_world_name(std::string_view name);
 
 // The group an operation named `op` runs on: RuntimeError if collie is not
-// initialised, the group does not exist, or this rank is not a member.
-std::shared_ptr<Group> lookup_for_op(std::string_view group, std::string_view op);
+// initialised, the group does not exist, or this rank is not a member. Never
+// null; valid until this thread's next lookup_for_op (this thread's cache holds
+// it), so one call looks up one group. A caller that holds several uses
+// lookup_shared_for_op, which leaves the cache alone.
+Group* lookup_for_op(std::string_view group, std::string_view op);
+std::shared_ptr<Group> lookup_shared_for_op(std::string_view group, std::string_view op);
 
 // World rank -> group rank for a rank argument of `op` (`what` = "dst", "src", "peer").
 // RuntimeError if that world rank is not in the group.

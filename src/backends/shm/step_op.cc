@@ -335,7 +335,11 @@ Progress StepOp::advance() {
       call.step = step_;
       for (int w = 0; w < 3; ++w) call.words[w] = fingerprint_.words[w];
       ++group_.unchecked_count;
-      if (!group_.call_name) group_.call_name = work()->info().group;
+      // A copy, once per group: a blocking call's OpInfo only borrows the name
+      // (Group::new_work).
+      if (!group_.call_name) {
+        group_.call_name = std::make_shared<const std::string>(*work()->info().group);
+      }
     }
     phase_ = Phase::WaitFree;
     step_ = 0;

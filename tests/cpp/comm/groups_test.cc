@@ -1,6 +1,11 @@
 // Group management: creation order is the one world<->group map (unsorted lists), rank
 // queries, world aliases, non-members that only record a group, re-creation as a no-op,
 // destroy, single-rank groups, and every ValueError/RuntimeError of runtime.h.
+#include <exception>
+#include <future>
+#include <string>
+#include <thread>
+
 #include "comm_test_util.h"
 
 namespace collie::testing {
@@ -175,6 +180,51 @@ TEST(Groups, DestroyGroup) {
     auto [z, h2] = all_reduce(Tensor::full({1}, rank), ReduceOp::MAX, "short_lived");
     check_tensor(z, DType::Float32, {1}, [](int64_t) { return 1.0; }, "all_reduce after re-create");
     soft.finish();
+  });
+}
+
+// A thread's lookup cache holds the group it used last (runtime.cc) even after
+// another thread destroyed it: that thread's next call on the name must find it
+// gone, and a group created again under the name must be the new one.
+TEST(Groups, AGroupDestroyedByAnotherThreadIsNotUsedFromTheCache) {
+  run_ranks(2, [](int rank) {
+    create_group("cached", {0, 1});
+    std::promise<void> used, destroyed, recreated;
+    std::string after_destroy;   // the error of the worker's call on the destroyed name
+    double after_recreate = -1;  // its all_reduce(MAX) of world ranks on the new group
+    double before = -1;          // its all_reduce(SUM) of ones on the first group
+    std::exception_ptr failure;
+    std::thread worker([&] {
+      try {
+        before = all_reduce(Tensor::ones({1}), ReduceOp::SUM, "cached").first.item();
+        used.set_value();
+        destroyed.get_future().wait();
+        try {
+          all_reduce(Tensor::ones({1}), ReduceOp::SUM, "cached");
+          after_destroy = "no error";
+        } catch (const collie::RuntimeError& e) {
+          after_destroy = e.what();
+        }
+        recreated.get_future().wait();
+        after_recreate = all_reduce(Tensor::full({1}, rank), ReduceOp::MAX, "cached").first.item();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    });
+    used.get_future().wait();
+    destroy_group("cached");
+    destroyed.set_value();
+    create_group("cached", {1, 0});
+    recreated.set_value();
+    worker.join();
+    if (failure) std::rethrow_exception(failure);
+    RCHECK_EQ(before, 2.0);
+    RCHECK(after_destroy.find("cached") != std::string::npos &&
+           after_destroy.find("does not exist") != std::string::npos)
+        << after_destroy;
+    RCHECK_EQ(after_recreate, 1.0);
+    RCHECK_EQ(get_rank("cached"), 1 - rank);
+    destroy_group("cached");
   });
 }
 

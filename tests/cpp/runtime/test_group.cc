@@ -1,12 +1,16 @@
 // Group's local arithmetic (src/runtime/group.h): world <-> group ranks and the
 // even split of rows that reduce_scatter, scatter and all_to_all make on every
-// call (a shift for power-of-two sizes, a division otherwise: the same answers).
+// call (a shift for power-of-two sizes, a division otherwise: the same answers);
+// and its choke point: which Works share the group's name, and close().
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
+#include "collie/errors.h"
 #include "runtime/group.h"
 
 namespace collie::detail {
@@ -58,6 +62,101 @@ TEST(Group, MapsWorldRanksToGroupRanksForEveryOrderAndSize) {
       }
     }
   }
+}
+
+// A backend that completes every operation at once and says when it is destroyed.
+class CompletingBackend : public Backend {
+ public:
+  explicit CompletingBackend(bool* destroyed) : destroyed_(destroyed) {}
+  ~CompletingBackend() override { *destroyed_ = true; }
+  void all_reduce(const WorkPtr& w, const void*, void*, size_t, DType, ReduceOp) override {
+    w->complete();
+  }
+  void all_gather(const WorkPtr& w, const void*, void*, size_t, DType) override { w->complete(); }
+  void reduce_scatter(const WorkPtr& w, const void*, void*, size_t, DType, ReduceOp) override {
+    w->complete();
+  }
+  void reduce(const WorkPtr& w, const void*, void*, size_t, DType, ReduceOp, int) override {
+    w->complete();
+  }
+  void broadcast(const WorkPtr& w, const void*, void*, size_t, DType, int) override {
+    w->complete();
+  }
+  void gather(const WorkPtr& w, const void*, void*, size_t, DType, int) override { w->complete(); }
+  void scatter(const WorkPtr& w, const void*, void*, size_t, DType, int) override { w->complete(); }
+  void barrier(const WorkPtr& w) override { w->complete(); }
+  void all_to_all(const WorkPtr& w, const AllToAllInput&, CountSpan, void*, CountSpan,
+                  DType) override {
+    w->complete();
+  }
+  void send(const WorkPtr& w, const void*, size_t, DType, int, int) override { w->complete(); }
+  void recv(const WorkPtr& w, void*, size_t, DType, int, int) override { w->complete(); }
+  void drain() override {}
+
+ private:
+  bool* destroyed_;
+};
+
+OpInfo all_reduce_info(uint64_t count, bool blocking) {
+  OpInfo info;
+  info.kind = OpKind::AllReduce;
+  info.count = count;
+  info.dtype = DType::Float32;
+  info.blocking = blocking;
+  return info;
+}
+
+WorkPtr submit_all_reduce(Group& g, uint64_t count, bool blocking) {
+  return g.submit(all_reduce_info(count, blocking), {}, [&](Backend& b, const WorkPtr& w) {
+    b.all_reduce(w, nullptr, nullptr, count, DType::Float32, ReduceOp::SUM);
+  });
+}
+
+// A blocking call's caller holds the group until its Work has ended, so only
+// that Work borrows the group's name (no reference count); any Work that may
+// outlive the call shares it, and still names the group after the Group is gone.
+TEST(Group, OnlyWorksThatEndWithTheirCallBorrowTheGroupName) {
+  bool destroyed = false;
+  auto g = std::make_unique<Group>("g", std::vector<int>{0, 1}, 0, 10,
+                                   std::make_unique<CompletingBackend>(&destroyed));
+  WorkPtr blocking = submit_all_reduce(*g, 2, /*blocking=*/true);
+  WorkPtr async = submit_all_reduce(*g, 2, /*blocking=*/false);
+  // 16 KiB a rank or more may take a single-copy path whose Work can outlive
+  // a failure (Work::retain_on_failure).
+  WorkPtr large = submit_all_reduce(*g, 4096, /*blocking=*/true);
+  ASSERT_TRUE(blocking->is_completed() && async->is_completed() && large->is_completed());
+  EXPECT_EQ(*blocking->info().group, "g");
+  EXPECT_EQ(blocking->info().group.use_count(), 0);
+  EXPECT_GT(async->info().group.use_count(), 0);
+  EXPECT_GT(large->info().group.use_count(), 0);
+  EXPECT_EQ(blocking->info().seq + 1, async->info().seq);
+  blocking.reset();
+  g.reset();
+  EXPECT_TRUE(destroyed);
+  EXPECT_EQ(async->info().describe(), "all_reduce(sum) float32 x2 on group 'g' seq 2");
+  EXPECT_EQ(*large->info().group, "g");
+}
+
+// close() detaches the backend at once; a later call fails naming itself and
+// the group, and reaches no backend.
+TEST(Group, CloseDetachesTheBackendAndLaterCallsFail) {
+  bool destroyed = false;
+  Group g("g", {0, 1}, 0, 10, std::make_unique<CompletingBackend>(&destroyed));
+  EXPECT_TRUE(submit_all_reduce(g, 2, true)->is_completed());
+  g.close();
+  EXPECT_TRUE(destroyed);
+  bool launched = false;
+  try {
+    g.submit(all_reduce_info(2, true), {}, [&](Backend&, const WorkPtr&) { launched = true; });
+    ADD_FAILURE() << "a call on a closed group did not throw";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "all_reduce(sum) float32 x2 on group 'g' seq 2: the group was destroyed "
+              "(destroy_group or release).");
+  }
+  EXPECT_FALSE(launched);
+  g.drain();  // a closed group has nothing to drain
+  g.close();  // and closing twice is harmless
 }
 
 }  // namespace
