@@ -35,7 +35,8 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCOLLIE_WITH_MPI=OFF
 # launcher, fault injection and the stress test.
 asan_core=(core_test_dtype core_test_tensor core_test_layout_ref core_test_tensor_print
            core_test_reduce_kernels core_test_small_pool core_test_message_buffer runtime_test_flight_recorder
-           runtime_test_work runtime_test_futex_mutex runtime_test_group backends_test_p2p_matcher
+           runtime_test_work runtime_test_futex_mutex runtime_test_biased_mutex runtime_test_group
+           backends_test_p2p_matcher
            backends_test_segment)
 asan_targets=("${asan_core[@]}" harness_test
               all_reduce_test all_gather_test reduce_scatter_test rooted_ops_test eager_rooted_test
@@ -53,10 +54,11 @@ asan_ctest=(-L '^(comm|harness|cli|faults|stress)$' -E '^WorldSizes/CmaWorld\.Da
 # p2p in any order, failures delivered to waiting threads, the stress mix; and
 # the small-object pool, whose blocks move between threads (ASan bypasses it), and
 # the flight recorder, dumped while other threads record; Work, completed by one
-# thread while another sleeps on it; FutexMutex under contention; tensor layouts,
+# thread while another sleeps on it; FutexMutex and BiasedMutex (a plain mutex
+# under TSan) under contention; tensor layouts,
 # whose owners are counted by hand (LayoutRef), copied and dropped on several threads.
 tsan_core=(core_test_small_pool core_test_layout_ref runtime_test_flight_recorder runtime_test_work
-           runtime_test_futex_mutex)
+           runtime_test_futex_mutex runtime_test_biased_mutex)
 tsan_targets=("${tsan_core[@]}" concurrency_test shared_test p2p_test batch_isend_irecv_test groups_test fault_test
               all_reduce_test eager_rooted_test collie_stress_test)
 tsan_ctest=(-R '^(Concurrency|P2P|Batch|Groups|Fault|AllReduce|Stress|Shared|EagerRootedMismatch|Ranks/EagerRooted)\.')

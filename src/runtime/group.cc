@@ -72,7 +72,7 @@ WorkPtr Group::new_work(OpInfo info, bool caller_outlives_work) {
 
 WorkPtr Group::submit(OpInfo info, std::span<const Tensor* const> keep_alive,
                       FunctionRef<void(Backend&, const WorkPtr&)> launch) {
-  std::lock_guard<FutexMutex> lock(submit_mu_);
+  std::lock_guard<BiasedMutex> lock(submit_mu_);
   Backend& backend = open_backend(info);
   // A blocking call's caller holds its tensors until the operation has finished;
   // only asynchronous operations need the Work to keep them (each kept tensor
@@ -92,7 +92,7 @@ WorkPtr Group::submit(OpInfo info, std::span<const Tensor* const> keep_alive,
 
 WorkPtr Group::submit_parts(OpInfo info, uint32_t parts,
                             FunctionRef<void(Backend&, const WorkPtr&)> launch) {
-  std::lock_guard<FutexMutex> lock(submit_mu_);
+  std::lock_guard<BiasedMutex> lock(submit_mu_);
   Backend& backend = open_backend(info);
   // A part that fails ends the Work while the others go on, but they end by
   // close() (drain), as a blocking call's do.
@@ -119,7 +119,7 @@ void Group::drain() {
 void Group::close() {
   std::unique_ptr<Backend> backend;
   {
-    std::lock_guard<FutexMutex> lock(submit_mu_);
+    std::lock_guard<BiasedMutex> lock(submit_mu_);
     backend = std::move(backend_);
   }
   // Destroyed outside the lock: detaching from the engine waits for its pass.

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "runtime/biased_mutex.h"
 #include "runtime/flight_recorder.h"
 #include "runtime/function_ref.h"
-#include "runtime/futex_mutex.h"
 #include "runtime/work.h"
 
 namespace collie::detail {
@@ -100,7 +100,7 @@ class Group {
   double timeout_seconds_;
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<FlightRecorder> recorder_;
-  FutexMutex submit_mu_;
+  BiasedMutex submit_mu_;  // one thread submits, as a rule: biased to it
   uint64_t next_seq_ = 1;
 
   // Stamps `info` and makes its Work (submit_mu_ held); `caller_outlives_work`
