@@ -51,37 +51,65 @@ bool BiasedMutex::membarrier_ready() {
 
 void BiasedMutex::lock_slow() {
   mutex_.lock();
-  if (revoked_.load(std::memory_order_relaxed)) return;
-  const void* owner = owner_.load(std::memory_order_relaxed);
-  if (owner == nullptr) {
-    // The first lock: this thread becomes the owner if others will be able to
-    // revoke; otherwise nobody ever does.
-    if (membarrier_ready()) {
-      owner_.store(me(), std::memory_order_relaxed);
-    } else {
-      revoked_.store(true, std::memory_order_release);
+  exclude_owner(/*may_wait=*/true);
+}
+
+bool BiasedMutex::try_lock_slow() {
+  if (!mutex_.try_lock()) return false;
+  if (exclude_owner(/*may_wait=*/false)) return true;
+  mutex_.unlock();  // not unlock(): the owner, inside, is the one holding
+  return false;
+}
+
+bool BiasedMutex::exclude_owner(bool may_wait) {
+  const void* self = me();
+  if (!revoked_.load(std::memory_order_relaxed)) {
+    // An owner's bias (never this thread's: it would not be here): revoke it.
+    // The owner is outside, or inside without mutex_ (membarrier makes its
+    // "inside" visible), or about to see `revoked_` and queue on mutex_.
+    revoked_.store(true, std::memory_order_release);
+    revocations_.store(revocations_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (!membarrier_ready() || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+      // Registered before the bias was granted, so this cannot fail; if the
+      // kernel does, mutual exclusion cannot be proven: stop.
+      std::fputs("collie: internal error: membarrier failed while revoking a BiasedMutex\n",
+                 stderr);
+      std::abort();
     }
-    return;  // held through mutex_ this once
   }
-  // Another thread: revoke for good. The owner is either outside, or inside
-  // without mutex_ (membarrier makes its "inside" visible), or about to see
-  // `revoked_` and queue on mutex_, which this thread holds.
-  revoked_.store(true, std::memory_order_release);
-  if (!membarrier_ready() || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
-    // Registered when the owner was granted its bias, so this cannot fail; if
-    // the kernel does, mutual exclusion cannot be proven: stop.
-    std::fputs("collie: internal error: membarrier failed while revoking a BiasedMutex\n", stderr);
-    std::abort();
-  }
-  // The owner's critical sections are short (a group's submit); bounded by its
-  // leaving, yielding the core now and then in case it shares ours.
+  // An owner revoked by this thread or an earlier one may still be inside (one
+  // that gave up in try_lock did not wait). Its critical sections are short (a
+  // group's submit, an engine pass); yield now and then in case it shares this core.
   for (unsigned spins = 1; owner_inside_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (!may_wait) return false;
     if (spins % 64 == 0) {
       sched_yield();
     } else {
       cpu_relax();
     }
   }
+  if (streak_holder_ == self) {
+    ++streak_;
+  } else {
+    streak_holder_ = self;
+    streak_ = 1;
+  }
+  return true;
+}
+
+void BiasedMutex::unlock_slow() {
+  // The same thread bias_after_ times in a row, and nobody queued: it owns the
+  // mutex from now on. A thread that finds it so revokes it (exclude_owner).
+  // (Without membarrier, asked again only every bias_after_ holds.)
+  if (bias_after_ != 0 && streak_ >= bias_after_ && streak_holder_ == me() &&
+      !mutex_.has_sleepers()) {
+    streak_ = 0;
+    if (membarrier_ready()) {
+      owner_.store(me(), std::memory_order_relaxed);
+      revoked_.store(false, std::memory_order_release);
+    }
+  }
+  mutex_.unlock();
 }
 
 }  // namespace collie::detail
