@@ -43,8 +43,9 @@ locked_script=$(cd "$(dirname "$0")" && pwd)/callgrind_locked.py
 # instructions, as "INSTRUCTIONS LOCKED".
 totals() {
   local launcher=$1 rank_var=$2 worker=$3 iters=$4 out="$work/cg.$RANDOM"
-  # 2,000 warm-up calls: both runs count a steady state (a lock that one thread
-  # takes 1,024 times in a row becomes biased to it: src/runtime/biased_mutex.h).
+  # 2,000 warm-up calls: both runs count a steady state (a lock revoked from one
+  # thread is biased to another only after 1,024 holds in a row by it:
+  # src/runtime/biased_mutex.h).
   local args="--op $op -b $bytes -e $bytes -w 2000 --iters $iters --loop --no-check"
   $launcher sh -c "if [ \"\$$rank_var\" = 0 ]; then
       exec valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file=$out $worker $args

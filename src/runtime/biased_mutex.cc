@@ -98,12 +98,13 @@ bool BiasedMutex::exclude_owner(bool may_wait) {
 }
 
 void BiasedMutex::unlock_slow() {
-  // The same thread bias_after_ times in a row, and nobody queued: it owns the
-  // mutex from now on. A thread that finds it so revokes it (exclude_owner).
-  // (Without membarrier, asked again only every bias_after_ holds.)
-  if (bias_after_ != 0 && streak_ >= bias_after_ && streak_holder_ == me() &&
-      !mutex_.has_sleepers()) {
+  // The first thread to take it, or after a revocation the same thread
+  // bias_after_ times in a row, and nobody queued: it owns the mutex from now
+  // on. A thread that finds it so revokes it (exclude_owner). (Without
+  // membarrier, asked again only every bias_after_ holds.)
+  if (bias_after_ != 0 && streak_ >= bias_at_ && streak_holder_ == me() && !mutex_.has_sleepers()) {
     streak_ = 0;
+    bias_at_ = bias_after_;
     if (membarrier_ready()) {
       owner_.store(me(), std::memory_order_relaxed);
       revoked_.store(false, std::memory_order_release);

@@ -10,9 +10,10 @@
 // all_reduce and made an 8 B send_recv after a barrier slower:
 // docs/performance_history.md.)
 //
-// A BiasedMutex starts as a FutexMutex. Once one thread has taken it
-// `bias_after` times in a row, that thread becomes its owner: the owner locks
-// with a store ("inside") and a load ("revoked?") and unlocks with a store.
+// The first thread to take a BiasedMutex becomes its owner, and after a
+// revocation (below) the next thread to take it `bias_after` times in a row
+// with nobody queued (`bias_after` 0: no thread ever). The owner locks with a
+// store ("inside") and a load ("revoked?") and unlocks with a store.
 // Those cannot be ordered against another thread without a barrier, so the
 // other thread pays for both: it takes the FutexMutex, marks the bias revoked
 // and calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which makes every
@@ -42,7 +43,7 @@ namespace collie::detail {
 
 class BiasedMutex {
  public:
-  // Holds in a row by one thread that make it the owner.
+  // Holds in a row by one thread that make it the owner after a revocation.
   static constexpr uint32_t kBiasAfter = 1024;
 
   explicit BiasedMutex(uint32_t bias_after = kBiasAfter) : bias_after_(bias_after) {}
@@ -125,7 +126,8 @@ class BiasedMutex {
   bool owner_holds_ = false;  // read and written only by the holder
   const uint32_t bias_after_;
   const void* streak_holder_ = nullptr;   // under mutex_: who took it last,
-  uint32_t streak_ = 0;                   // and how many times in a row
+  uint32_t streak_ = 0;                   // and how many times in a row;
+  uint32_t bias_at_ = 1;                  // the streak that biases it next
   std::atomic<uint64_t> revocations_{0};  // written under mutex_
   FutexMutex mutex_;
 };

@@ -15,23 +15,35 @@
 namespace collie::detail {
 namespace {
 
-TEST(BiasedMutex, AThreadBecomesTheOwnerAfterItsStreak) {
+TEST(BiasedMutex, TheFirstThreadOwnsItAndAnotherStreakRebiasesIt) {
   BiasedMutex mu(16);
   int counter = 0;
-  for (int i = 0; i < 15; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     std::lock_guard<BiasedMutex> lock(mu);
     ++counter;
   }
-  EXPECT_FALSE(mu.biased());
-  { std::lock_guard<BiasedMutex> sixteenth(mu); }
   // Owned only where membarrier can revoke it (not under ThreadSanitizer).
-  EXPECT_EQ(mu.biased(), BiasedMutex::membarrier_ready());
-  for (int i = 0; i < 10000; ++i) {
-    std::lock_guard<BiasedMutex> lock(mu);
-    ++counter;
-  }
-  EXPECT_EQ(counter, 10015);
+  const bool can_bias = BiasedMutex::membarrier_ready();
+  EXPECT_EQ(mu.biased(), can_bias);
   EXPECT_EQ(mu.revocations(), 0u);
+  // Another thread revokes it, then needs 16 holds in a row to own it.
+  std::thread([&] {
+    for (int i = 0; i < 15; ++i) {
+      std::lock_guard<BiasedMutex> lock(mu);
+      ++counter;
+    }
+    EXPECT_FALSE(mu.biased());
+    { std::lock_guard<BiasedMutex> sixteenth(mu); }
+    EXPECT_EQ(mu.biased(), can_bias);
+  }).join();
+  EXPECT_EQ(mu.revocations(), can_bias ? 1u : 0u);
+  EXPECT_EQ(counter, 1015);
+  // A mutex that never biases.
+  BiasedMutex never(0);
+  for (int i = 0; i < 100; ++i) {
+    std::lock_guard<BiasedMutex> lock(never);
+  }
+  EXPECT_FALSE(never.biased());
 }
 
 // Two threads increment one plain counter, a read and a write apart, in bursts
@@ -70,7 +82,7 @@ TEST(BiasedMutex, ThreadsExcludeEachOtherWhileTheBiasMoves) {
 // A thread that revokes while the owner is inside waits until it leaves, and
 // then sees what the owner wrote inside.
 TEST(BiasedMutex, RevokingWaitsForTheOwnerToLeave) {
-  BiasedMutex mu(1);
+  BiasedMutex mu;
   { std::lock_guard<BiasedMutex> first(mu); }  // this thread owns it now
   std::atomic<bool> other_started{false};
   bool owner_left = false;  // written inside the owner's critical section
@@ -93,7 +105,7 @@ TEST(BiasedMutex, RevokingWaitsForTheOwnerToLeave) {
 // try_lock by another thread while the owner is inside fails at once (the
 // revocation stands), and succeeds once the owner has left.
 TEST(BiasedMutex, TryLockDoesNotWaitForAnOwnerInside) {
-  BiasedMutex mu(1);
+  BiasedMutex mu;
   { std::lock_guard<BiasedMutex> first(mu); }
   mu.lock();
   bool got_while_inside = true;
