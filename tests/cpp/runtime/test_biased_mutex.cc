@@ -102,34 +102,29 @@ TEST(BiasedMutex, RevokingWaitsForTheOwnerToLeave) {
   EXPECT_EQ(mu.revocations(), BiasedMutex::membarrier_ready() ? 1u : 0u);
 }
 
+// Whether another thread's try_lock gets `mu` (it unlocks it again at once).
+bool try_lock_from_another_thread(BiasedMutex& mu) {
+  bool got = false;
+  std::thread([&] {
+    got = mu.try_lock();
+    if (got) mu.unlock();
+  }).join();
+  return got;
+}
+
 // try_lock by another thread while the owner is inside fails at once (the
 // revocation stands), and succeeds once the owner has left.
 TEST(BiasedMutex, TryLockDoesNotWaitForAnOwnerInside) {
   BiasedMutex mu;
   { std::lock_guard<BiasedMutex> first(mu); }
   mu.lock();
-  bool got_while_inside = true;
-  std::thread([&] {
-    got_while_inside = mu.try_lock();
-    if (got_while_inside) mu.unlock();
-  }).join();
-  EXPECT_FALSE(got_while_inside);
+  EXPECT_FALSE(try_lock_from_another_thread(mu));
   EXPECT_FALSE(mu.biased());
   mu.unlock();
-  bool got_after = false;
-  std::thread([&] {
-    got_after = mu.try_lock();
-    if (got_after) mu.unlock();
-  }).join();
-  EXPECT_TRUE(got_after);
+  EXPECT_TRUE(try_lock_from_another_thread(mu));
   // The former owner takes the FutexMutex now, and excludes others with it.
   mu.lock();
-  bool got_from_former_owner = true;
-  std::thread([&] {
-    got_from_former_owner = mu.try_lock();
-    if (got_from_former_owner) mu.unlock();
-  }).join();
-  EXPECT_FALSE(got_from_former_owner);
+  EXPECT_FALSE(try_lock_from_another_thread(mu));
   mu.unlock();
 }
 
