@@ -79,10 +79,10 @@ std::shared_ptr<Group> require_member_group(std::string_view group, std::string_
 
 Group* lookup_for_op(std::string_view group, std::string_view op) {
   // Every call looks its group up: the group this thread found last is reused
-  // (no lock, no map search, no reference count: two atomic read-modify-writes)
-  // while no group was created or destroyed since. The cache holds it strongly,
-  // so a group destroyed meanwhile stays a closed shell (Group::close) until
-  // this thread looks a group up again, and the caller's pointer stays valid.
+  // (no lock, no map search, and no reference counted, which cost two atomic
+  // read-modify-writes a call) while no group was created or destroyed since. The cache holds it
+  // strongly, so a group destroyed meanwhile stays a closed shell (Group::close) until this thread
+  // looks a group up again, and the caller's pointer stays valid.
   struct Last {
     uint64_t generation = 0;  // 0: nothing cached (generations start at 1)
     std::string name;
