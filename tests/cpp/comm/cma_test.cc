@@ -585,6 +585,49 @@ TEST_P(CmaCopyPath, ReductionsUseCmaOnlyWhereEveryRankPrefersSingleCopies) {
   });
 }
 
+// A CMA reduce at 2 ranks gives the root 3/5 of the elements, since its peer
+// also writes its reduced slice into the root's output (direct_ops.cc): each
+// rank reads through CMA the peer's part of its own slice, so the bytes it read
+// show the split. Either root, uneven counts in three element widths; every
+// element checked.
+TEST(CmaReduceSplit, TheRootReducesThreeFifthsAtTwoRanks) {
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
+  run_ranks(
+      2,
+      [](int rank) {
+        const bool cma = cma_works_here();  // else every call stages and reads nothing
+        for (DType dt : {DType::Float32, DType::Int8, DType::Float64}) {
+          const int64_t es = static_cast<int64_t>(element_size(dt));
+          for (int64_t count : {(64 << 10) / es + 7, (1 << 20) / es + 3}) {
+            for (int root : {0, 1}) {
+              const std::string what = "reduce of " + std::to_string(count) + " " +
+                                       std::string(dtype_name(dt)) + " to " + std::to_string(root);
+              Tensor x = make_tensor(
+                  {count}, dt, [&](int64_t i) { return rank_value(dt, ReduceOp::SUM, rank, i); });
+              const uint64_t before = collie::detail::cma_bytes_read();
+              Tensor y = reduce(x, root, ReduceOp::SUM);
+              const double read = static_cast<double>(collie::detail::cma_bytes_read() - before);
+              if (rank == root) {
+                check_tensor(
+                    y, dt, {count},
+                    [&](int64_t i) {
+                      return expected_reduction(dt, ReduceOp::SUM, {0, 1}, i);
+                    },
+                    what);
+              }
+              const double share = !cma ? 0.0 : rank == root ? 0.6 : 0.4;
+              const double bytes = static_cast<double>(count * es);
+              // Slice boundaries are rounded to 64 bytes.
+              RCHECK(read >= share * bytes - 64 && read <= share * bytes + 64)
+                  << what << ": rank " << rank << " read " << read << " of " << bytes << " bytes";
+            }
+          }
+        }
+      },
+      o);
+}
+
 // COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces a staged all_reduce, on private
 // tensors too: no CMA even where the group prefers single copies.
 TEST(CmaCopyPathForcedAlgo, ForcedAllReduceAlgorithmStages) {
