@@ -8,11 +8,12 @@
 // size, and each byte is copied once (the staged path copies it in, then out).
 //
 // The work is split so that every rank does 1/N of it where that is possible:
-// all_reduce (each rank reduces one slice of the N inputs and writes it into all
-// N outputs), reduce (each reduces one slice into the root's output) and gather
-// (each writes its own piece into the root's output). The others pull what their
-// own output needs. Reductions read the inputs in group-rank order, so results
-// are bitwise identical to the staged path's.
+// all_reduce (each rank reduces one slice of the N inputs and writes it into
+// all N outputs), reduce (each reduces one slice into the root's output; with
+// CMA at 2 ranks the root's slice is the larger, direct_ops.cc) and gather
+// (each writes its own piece into the root's output). The others pull what
+// their own output needs. Reductions read the inputs in group-rank order, so
+// results are bitwise identical to the staged path's.
 //
 // A rank with shared tensors marks the call in its fingerprint, so if another
 // rank passed private memory for the same call, every rank fails with a message
@@ -142,7 +143,10 @@ inline constexpr size_t kCmaIfRootOnHugePagesMinBytes = 2u << 20;
 // win up to a few MiB, then fall off a cliff (AMD Zen 5 VM, 2 ranks, staged
 // against CMA: 1 MiB 44-45 against 64-75 us, 2 MiB 85-87 against 92, 4 MiB
 // 155-158 against 187 in some runs and 227-572 in others, 5.8 MiB 790-808
-// against 270).
+// against 270). Since the root reduces 3/5 of a 2-rank call (direct_ops.cc):
+// 2 MiB staged 91-96 against 89-94 us, 4 MiB 656-674 against 169-170
+// (fiftieth session, alternating launches; 1 MiB staged 46-48 us, while CMA
+// from 4 KiB pages took 90-114).
 inline constexpr size_t kCmaAllReduceMinBytes = 128u << 10;
 inline constexpr size_t kCmaReduceMinBytes = 32u << 10;
 inline constexpr size_t kCmaReduceMinBytesHybrid = 2u << 20;
