@@ -12,8 +12,17 @@ namespace collie::bench {
 const std::vector<std::string>& all_ops() {
   static const std::vector<std::string> ops = {"all_reduce", "all_gather", "reduce_scatter",
                                                "broadcast",  "reduce",     "all_to_all",
-                                               "send_recv"};
+                                               "send_recv",  "gather",     "scatter"};
   return ops;
+}
+
+bool sized_by_whole_buffer(const std::string& op) {
+  return op == "all_gather" || op == "reduce_scatter" || op == "all_to_all" || op == "gather" ||
+         op == "scatter";
+}
+
+bool is_rooted(const std::string& op) {
+  return op == "broadcast" || op == "reduce" || op == "gather" || op == "scatter";
 }
 
 BenchOp parse_bench_op(const std::string& op) {
@@ -150,7 +159,10 @@ std::vector<size_t> sweep_sizes(const BenchConfig& c) {
 
 double busbw_factor(const std::string& op, int n) {
   if (op == "all_reduce") return 2.0 * (n - 1) / n;
-  if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") return double(n - 1) / n;
+  // gather and scatter: the root receives or sends (n - 1) / n of the buffer.
+  if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all" || op == "gather" ||
+      op == "scatter")
+    return double(n - 1) / n;
   return 1.0;  // broadcast, reduce, send_recv
 }
 

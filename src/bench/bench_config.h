@@ -2,7 +2,8 @@
 //
 // Sizes follow nccl-tests: -b/-e/-f give the sweep, in bytes of the whole
 // per-rank buffer (all_reduce, broadcast, reduce, send_recv) or of the whole
-// gathered/scattered buffer (all_gather, reduce_scatter, all_to_all).
+// gathered/scattered buffer (all_gather, reduce_scatter, all_to_all, gather,
+// scatter).
 #pragma once
 
 #include <cstddef>
@@ -37,10 +38,10 @@ struct BenchConfig {
   // barrier let the ranks go (docs/performance.md, "The barrier's release order");
   // this one is the collective's own critical path. Not with --loop.
   bool span = false;
-  // broadcast and reduce: the root rank, or kRotateRoot (`--root rotate`): call i
-  // of a size, warm-up included, has root i % N, as nccl-tests' `-r -1` does. A
-  // fixed root favours whichever library's barrier lets that rank out first
-  // (docs/performance.md, "Rotating roots").
+  // broadcast, reduce, gather and scatter: the root rank, or kRotateRoot
+  // (`--root rotate`): call i of a size, warm-up included, has root i % N, as
+  // nccl-tests' `-r -1` does. A fixed root favours whichever library's barrier
+  // lets that rank out first (docs/performance.md, "Rotating roots").
   int root = 0;
 };
 
@@ -67,8 +68,18 @@ enum class BenchOp {
   kBroadcast,
   kReduce,
   kAllToAll,
-  kSendRecv
+  kSendRecv,
+  kGather,
+  kScatter
 };
+
+// Whether `op`'s size is the whole gathered or scattered buffer (N times a
+// rank's piece: all_gather, reduce_scatter, all_to_all, gather, scatter) rather
+// than a rank's buffer.
+bool sized_by_whole_buffer(const std::string& op);
+
+// Whether `op` has a root (broadcast, reduce, gather, scatter: --root).
+bool is_rooted(const std::string& op);
 
 // std::invalid_argument naming `op` if it is not one of all_ops().
 BenchOp parse_bench_op(const std::string& op);

@@ -43,11 +43,11 @@ class CollieComm {
     op_ = parse_bench_op(op);
     const int64_t es = static_cast<int64_t>(element_size(dtype_));
     int64_t count = std::max<int64_t>(1, static_cast<int64_t>(bytes) / es);
-    if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") {
+    if (sized_by_whole_buffer(op)) {
       count = std::max<int64_t>(n_, count / n_ * n_);  // whole buffer divisible by N
     }
     Shape shape = {count};
-    if (op == "all_gather") shape = {count / n_};
+    if (op == "all_gather" || op == "gather") shape = {count / n_};
     if (op == "reduce_scatter") shape = {n_, count / n_};
     inputs_.clear();
     for (int i = 0; i < copies; ++i) {
@@ -107,6 +107,12 @@ class CollieComm {
         out_ = std::move(batch_isend_irecv({P2POp("isend", x, next), P2POp("irecv", x, prev)})[1]);
         break;
       }
+      case BenchOp::kGather:
+        out_ = gather_into_tensor(x, root_);
+        break;
+      case BenchOp::kScatter:
+        out_ = scatter_tensor(x, root_);
+        break;
     }
   }
 
@@ -117,7 +123,8 @@ class CollieComm {
     auto expect = [&](int64_t i) -> double {
       if (op == "all_reduce" || op == "reduce_scatter") return sum;
       if (op == "reduce") return rank_ == root_ ? sum : 0;  // [1] zeros elsewhere
-      if (op == "broadcast") return root_ + 1;
+      if (op == "broadcast" || op == "scatter") return root_ + 1;
+      if (op == "gather") return rank_ == root_ ? static_cast<double>(i / (total / n_) + 1) : 0;
       if (op == "all_gather" || op == "all_to_all")
         return static_cast<double>(i / (total / n_) + 1);
       return (rank_ + n_ - 1) % n_ + 1;  // send_recv: the previous rank's value

@@ -69,10 +69,10 @@ class MpiComm {
     if (!supported_) return false;
     op_ = parse_bench_op(op);
     count_ = std::max<size_t>(1, bytes / type_.size);
-    if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") {
+    if (sized_by_whole_buffer(op)) {
       count_ = std::max<size_t>(static_cast<size_t>(n_), count_ / n_ * n_);
     }
-    size_t in_count = op == "all_gather" ? count_ / n_ : count_;
+    size_t in_count = op == "all_gather" || op == "gather" ? count_ / n_ : count_;
     inputs_.assign(static_cast<size_t>(copies), Buffer(in_count * type_.size));
     for (auto& buf : inputs_) fill(buf.data(), in_count, rank_ + 1);
     pristine_ = inputs_[0];
@@ -117,21 +117,28 @@ class MpiComm {
                      MPI_STATUS_IGNORE);
         break;
       }
+      case BenchOp::kGather:
+        MPI_Gather(in, per, type_.type, out, per, type_.type, root_, MPI_COMM_WORLD);
+        break;
+      case BenchOp::kScatter:
+        MPI_Scatter(in, per, type_.type, out, per, type_.type, root_, MPI_COMM_WORLD);
+        break;
     }
   }
 
   bool check(const std::string& op) {
     const double sum = n_ * (n_ + 1) / 2.0;
-    size_t total = op == "reduce_scatter" ? count_ / n_ : count_;
+    size_t total = op == "reduce_scatter" || op == "scatter" ? count_ / n_ : count_;
     auto expect = [&](size_t i) -> double {
       if (op == "all_reduce" || op == "reduce_scatter") return sum;
       if (op == "reduce") return sum;
-      if (op == "broadcast") return root_ + 1;
-      if (op == "all_gather" || op == "all_to_all")
+      if (op == "broadcast" || op == "scatter") return root_ + 1;
+      if (op == "all_gather" || op == "all_to_all" || op == "gather")
         return static_cast<double>(i / (count_ / n_) + 1);
       return (rank_ + n_ - 1) % n_ + 1;
     };
-    if (op == "reduce" && rank_ != root_) return true;  // MPI leaves non-root output untouched
+    // MPI leaves a non-root's output of reduce and gather untouched.
+    if ((op == "reduce" || op == "gather") && rank_ != root_) return true;
     for (size_t i = 0; i < total; i += std::max<size_t>(1, total / 1024)) {
       if (value(i) != expect(i)) return false;
     }

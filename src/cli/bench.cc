@@ -129,12 +129,10 @@ const char* timing_method(const BenchConfig& c) {
                 : "time: median of calls after a barrier";
 }
 
-// ", root 2", ", roots rotating": whom broadcast and reduce use, for a sweep
-// that has either; "" otherwise.
+// ", root 2", ", roots rotating": whom the rooted ops use, for a sweep that
+// has one; "" otherwise.
 std::string root_text(const BenchConfig& c) {
-  const bool rooted = std::any_of(c.ops.begin(), c.ops.end(), [](const std::string& op) {
-    return op == "broadcast" || op == "reduce";
-  });
+  const bool rooted = std::any_of(c.ops.begin(), c.ops.end(), bench::is_rooted);
   if (!rooted) return "";
   return c.root == bench::kRotateRoot ? ", roots rotating" : ", root " + std::to_string(c.root);
 }
@@ -289,7 +287,9 @@ std::string bench_usage() {
          "Sweeps message sizes from MIN to MAX (bytes; K/M/G suffixes) by FACTOR and prints,\n"
          "per size, the median time over ranks (and min/max), algbw and busbw (nccl-tests\n"
          "factors) and whether every result was correct. OPs: all_reduce, all_gather,\n"
-         "reduce_scatter, broadcast, reduce, all_to_all, send_recv, or all.\n"
+         "reduce_scatter, broadcast, reduce, all_to_all, send_recv, gather, scatter, or\n"
+         "all. all_gather, reduce_scatter, all_to_all, gather and scatter are sized by\n"
+         "the whole gathered or scattered buffer, the others by one rank's.\n"
          "--compare mpi runs the same sweep through OpenMPI's own collectives (mpirun),\n"
          "alternating per op, and prints the speed-up (MPI time / collie time).\n"
          "--rounds N runs each op's sweep N times on each side (alternating with OpenMPI's)\n"
@@ -310,8 +310,9 @@ std::string bench_usage() {
          "started it (not each rank's own start), so that how far apart the barrier let\n"
          "the ranks go is not counted: the collective's own critical path; the time shown\n"
          "is the slowest rank's (not with --loop).\n"
-         "--root R roots broadcast and reduce at rank R (default 0); --root rotate gives\n"
-         "call i the root i % N, so that no rank's place in the barrier favours a side.\n"
+         "--root R roots broadcast, reduce, gather and scatter at rank R (default 0);\n"
+         "--root rotate gives call i the root i % N, so that no rank's place in the\n"
+         "barrier favours a side.\n"
          "Defaults: -n 2 --op all_reduce -b 8 -e 64M -f 2 --dtype float32 -w 3.\n";
 }
 

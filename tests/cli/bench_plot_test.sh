@@ -14,8 +14,9 @@ grep -qF "set xtics ('8B' 8, '256B' 256, '8K' 8192)" "$out/p.png.gp" || fail "x 
 grep -qE "memcpy [0-9]+\.[0-9]{2} GB/s" "$out/p.png.gp" || fail "memcpy rate"
 grep -qF "title 'collie all_reduce'" "$out/p.png.gp" || fail "all_reduce curve"
 grep -qF "title 'collie send_recv'" "$out/p.png.gp" || fail "send_recv curve"
-# Seven data blocks (one per op) of three sizes each.
-[ "$(grep -cE '^(8|256|8192) ' "$out/p.png.dat")" = 21 ] || fail "data rows"
+grep -qF "title 'collie scatter'" "$out/p.png.gp" || fail "scatter curve"
+# Nine data blocks (one per op) of three sizes each.
+[ "$(grep -cE '^(8|256|8192) ' "$out/p.png.dat")" = 27 ] || fail "data rows"
 [ -s "$out/p.png" ] || fail "no picture (gnuplot-nox installed?)"
 # 15 sizes (8 B to 128 KiB): a tic at every other one, the first and last included.
 q="$out/it's"
