@@ -17,6 +17,7 @@ namespace collie::detail {
 namespace {
 const uint64_t g_probe = kCmaProbeValue;
 std::atomic<uint64_t> g_bytes_read{0};  // relaxed: a count, ordered by nothing
+std::atomic<uint64_t> g_bytes_written{0};
 
 bool disabled_by_env() {
   const char* v = std::getenv("COLLIE_CMA");
@@ -85,6 +86,9 @@ void cma_write(pid_t pid, uint64_t remote, const void* local, size_t n, int peer
   // process_vm_writev only reads the local iovec; the cast is for the shared helper.
   cma_move(/*write=*/true, pid, const_cast<uint8_t*>(static_cast<const uint8_t*>(local)), remote, n,
            peer_world_rank);
+  g_bytes_written.fetch_add(n, std::memory_order_relaxed);
 }
+
+uint64_t cma_bytes_written() { return g_bytes_written.load(std::memory_order_relaxed); }
 
 }  // namespace collie::detail

@@ -46,4 +46,8 @@ uint64_t cma_bytes_read();
 // (process_vm_writev: the same permission as reading). CommError as cma_read.
 void cma_write(pid_t pid, uint64_t remote, const void* local, size_t n, int peer_world_rank);
 
+// Bytes this process has written into its peers with cma_write so far (as
+// cma_bytes_read).
+uint64_t cma_bytes_written();
+
 }  // namespace collie::detail

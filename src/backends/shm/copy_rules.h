@@ -18,11 +18,11 @@
 //                  over   -                  from 1M            -
 //   all_gather CMA each   64K-8M             from 128K          8K-32M
 //                  over   -                  2M-32M             -
-//   gather CMA     each   64K-8M             128K-32M           16K-32M
+//   gather CMA     each   64K-8M             from 128K          16K-32M
 //                  over   -                  -                  -
 //   broadcast CMA  each   64K-8M             from 128K          from 16K
 //                  over   -                  2M-32M             2M-32M
-//   scatter CMA    each   as gather          as gather          as gather
+//   scatter CMA    each   as gather          128K-32M           as gather
 //                  over   -                  -                  -
 //   broadcast and scatter with more than 3 readers of the root (n - 1 > 3,
 //   kCmaMaxReadersOfOneProcess, direct_ops.h): "each" none.

@@ -21,8 +21,8 @@
 //
 // The same two steps move private tensors with CMA: step 0 publishes addresses
 // instead of arena locations, every read is a process_vm_readv from the owner
-// and every write a process_vm_writev into it; gather is then pulled by the
-// root. all_reduce and reduce split the reduction as above: each rank reads its
+// and every write a process_vm_writev into it (gather's pieces too, each
+// written by its owner). all_reduce and reduce split the reduction as above: each rank reads its
 // slice of the peers' inputs a piece at a time, reduces it with its own input
 // and writes the result into the outputs that need it while it is in cache.
 //
@@ -67,7 +67,10 @@ inline constexpr size_t kDirectMinBytes = 16u << 10;
 // faster clean).
 // Where the group is hybrid (copy_path.h), all_gather has no upper limit (AMD
 // Zen 5 VM, 2 ranks: 32 MiB per rank staged 4.5-4.6 ms, with CMA 3.2-3.4,
-// OpenMPI 3.1; 64 MiB 9.3-9.4 against 6.3).
+// OpenMPI 3.1; 64 MiB 9.3-9.4 against 6.3), nor has gather, whose non-roots
+// write their pieces into the root (DirectGather; 2 ranks, alternating
+// launches, 32 MiB per rank staged 4.6-5.9 ms, with CMA 1.85-2.09, OpenMPI
+// 3.57-3.80; 64 MiB 10.0-11.3 against 4.0-4.1, OpenMPI 7.4-8.7).
 // all_gather from kCmaAllGatherMinBytesSingleCopy there: its staged step hands
 // data both ways at once, and 8 KiB per rank reads clean inputs 2.9 -> 1.8 us
 // (OpenMPI 2.6), 2.94 -> 3.07 us written just before (OpenMPI 3.37); at 4 KiB
@@ -121,7 +124,11 @@ inline constexpr size_t kCmaReduceOversubscribedHybridMinBytes = 1u << 20;
 //     on any pages only with at most kCmaMaxReadersOfOneProcess non-roots (4
 //     ranks: 1.31-1.54x OpenMPI from 16 KiB to 1 MiB); with more, only where the
 //     root's input (from kCmaIfRootOnHugePagesMinBytes) lies on huge pages
-//     (cma_if_huge_pages.h), and otherwise they stage.
+//     (cma_if_huge_pages.h), and otherwise they stage;
+//   - gather's non-roots write their pieces into the root's output with CMA
+//     only when there are at most kCmaMaxReadersOfOneProcess of them (writers
+//     pin the root's pages as readers do); with more, the root reads them in
+//     turn.
 inline constexpr int kCmaMaxReadersOfOneProcess = 3;
 inline constexpr size_t kCmaIfRootOnHugePagesMinBytes = 2u << 20;
 

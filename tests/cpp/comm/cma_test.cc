@@ -628,6 +628,54 @@ TEST(CmaReduceSplit, TheRootReducesThreeFifthsAtTwoRanks) {
       o);
 }
 
+// gather_into_tensor with CMA: each non-root writes its piece into the root's
+// output (process_vm_writev) while the root copies its own, when there are at
+// most 3 non-roots; with more the root reads every piece in turn
+// (direct_ops.h). The bytes each rank wrote and read through CMA show which,
+// for either root; every element is checked on the root. COLLIE_CMA=always:
+// 5 ranks on fewer CPUs would stage.
+class CmaGather : public ::testing::TestWithParam<int> {};
+
+TEST_P(CmaGather, NonRootsWriteTheirPiecesWhenFewAndTheRootReadsThemOtherwise) {
+  const int n = GetParam();
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
+  run_ranks(
+      n,
+      [n](int rank) {
+        const bool cma = cma_works_here();
+        const bool pushed = n - 1 <= 3;
+        const DType dt = DType::Float32;
+        const int64_t count = (1 << 20) / 4 + 5;  // uneven: pieces end mid-line
+        const uint64_t bytes = static_cast<uint64_t>(count) * 4;
+        for (int root : {0, n - 1}) {
+          const std::string what = "gather to " + std::to_string(root) + ", " + std::to_string(n) +
+                                   " ranks, rank " + std::to_string(rank);
+          Tensor x =
+              make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+          const uint64_t read = collie::detail::cma_bytes_read();
+          const uint64_t written = collie::detail::cma_bytes_written();
+          Tensor y = gather_into_tensor(x, root);
+          const uint64_t expect_written = cma && pushed && rank != root ? bytes : 0;
+          const uint64_t expect_read =
+              cma && !pushed && rank == root ? bytes * static_cast<uint64_t>(n - 1) : 0;
+          RCHECK_EQ(collie::detail::cma_bytes_written() - written, expect_written) << what;
+          RCHECK_EQ(collie::detail::cma_bytes_read() - read, expect_read) << what;
+          if (rank == root) {
+            check_tensor(
+                y, dt, {n * count},
+                [&](int64_t i) {
+                  return pattern_value(dt, static_cast<int>(i / count), i % count);
+                },
+                what);
+          }
+        }
+      },
+      o);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaGather, ::testing::Values(2, 3, 5), world_size_name);
+
 // COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces a staged all_reduce, on private
 // tensors too: no CMA even where the group prefers single copies.
 TEST(CmaCopyPathForcedAlgo, ForcedAllReduceAlgorithmStages) {
