@@ -72,7 +72,8 @@ void hybrid(const CopyRulesInput& in, CopyRules& r) {
   if (in.cma_for_collectives) {
     r.reduce_cma = sizes_from(kCmaReduceMinBytesHybrid);
     r.all_gather_cma.below = SizeRange::kUnbounded;
-    r.gather_cma.below = SizeRange::kUnbounded;  // scatter keeps the limit: not measured
+    r.gather_cma.below = SizeRange::kUnbounded;
+    r.scatter_cma.below = SizeRange::kUnbounded;
   } else {
     r.all_reduce_cma = {kCmaOversubscribedHybridMinBytes, kCmaAllReduceMaxBytes};
     r.reduce_cma = sizes_from(kCmaReduceOversubscribedHybridMinBytes);

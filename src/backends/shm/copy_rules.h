@@ -22,7 +22,7 @@
 //                  over   -                  -                  -
 //   broadcast CMA  each   64K-8M             from 128K          from 16K
 //                  over   -                  2M-32M             2M-32M
-//   scatter CMA    each   as gather          128K-32M           as gather
+//   scatter CMA    each   as gather          as gather          as gather
 //                  over   -                  -                  -
 //   broadcast and scatter with more than 3 readers of the root (n - 1 > 3,
 //   kCmaMaxReadersOfOneProcess, direct_ops.h): "each" none.

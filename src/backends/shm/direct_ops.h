@@ -70,7 +70,9 @@ inline constexpr size_t kDirectMinBytes = 16u << 10;
 // OpenMPI 3.1; 64 MiB 9.3-9.4 against 6.3), nor has gather, whose non-roots
 // write their pieces into the root (DirectGather; 2 ranks, alternating
 // launches, 32 MiB per rank staged 4.6-5.9 ms, with CMA 1.85-2.09, OpenMPI
-// 3.57-3.80; 64 MiB 10.0-11.3 against 4.0-4.1, OpenMPI 7.4-8.7).
+// 3.57-3.80; 64 MiB 10.0-11.3 against 4.0-4.1, OpenMPI 7.4-8.7), nor scatter
+// (32 MiB per rank staged 2.94-3.09 ms, with CMA 2.15-2.20, OpenMPI 3.6-3.9;
+// 64 MiB 6.1-6.5 against 4.7-5.1, OpenMPI 8.2-9.4).
 // all_gather from kCmaAllGatherMinBytesSingleCopy there: its staged step hands
 // data both ways at once, and 8 KiB per rank reads clean inputs 2.9 -> 1.8 us
 // (OpenMPI 2.6), 2.94 -> 3.07 us written just before (OpenMPI 3.37); at 4 KiB

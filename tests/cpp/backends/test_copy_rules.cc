@@ -78,7 +78,7 @@ TEST(CopyRules, HybridGroupsTakeSingleCopyRulesFrom128KiBWithZen5Exceptions) {
   EXPECT_EQ(r.all_gather_cma, sizes_from(128 * KiB));  // no upper limit
   EXPECT_EQ(r.gather_cma, sizes_from(128 * KiB));      // no upper limit either
   EXPECT_EQ(r.broadcast_cma, sizes_from(128 * KiB));
-  EXPECT_EQ(r.scatter_cma, (SizeRange{128 * KiB, 32 * MiB}));
+  EXPECT_EQ(r.scatter_cma, sizes_from(128 * KiB));
   EXPECT_EQ(r.all_to_all_piece_cma, sizes_from(128 * KiB));
   EXPECT_EQ(r.p2p_pull_from, 128 * KiB);
 }

@@ -302,10 +302,14 @@ std::string part_of_rank(const std::string& message, int r) {
 // `count` floats per rank, where rank 0 passes a shared tensor, must fail as
 // mismatched, and the message must show that ranks 1.. made `call_name`'s call
 // and whether they took the CMA path (`cma_expected`).
+// `count`: as the call names it (a rank's piece); `input_count`: the input's
+// elements where they differ (scatter's N pieces).
 void check_path(int rank, int n, int64_t count, const std::string& call_name,
-                const std::function<void(const Tensor&)>& call, bool cma_expected) {
-  Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
-  if (rank == 0) x.copy_from(Tensor::ones({count}));
+                const std::function<void(const Tensor&)>& call, bool cma_expected,
+                int64_t input_count = 0) {
+  const int64_t in = input_count != 0 ? input_count : count;
+  Tensor x = rank == 0 ? empty_shared({in}) : Tensor::ones({in});
+  if (rank == 0) x.copy_from(Tensor::ones({in}));
   try {
     call(x);
     RCHECK(false) << call_name << ": mixing shared and private tensors must fail";
@@ -392,7 +396,8 @@ TEST_P(CmaCopyPath, LargeCallsReadWithCmaOnlyWhereEveryRankPrefersSingleCopies) 
 
 // Where the group prefers single copies, broadcast reads with CMA at any size
 // from 16 KiB, the other data movers below 32 MiB per rank (direct_ops.h), but
-// for all_gather where the group is hybrid (copy_path.h), which has no limit.
+// for all_gather, gather and scatter where the group is hybrid (copy_path.h),
+// which have no limit.
 TEST_P(CmaCopyPath, BroadcastReadsWithCmaAtAnySizeWhereEveryRankPrefersSingleCopies) {
   const std::string setting = GetParam();
   const bool single = cma_works_here() && setting != "staged";
@@ -407,6 +412,17 @@ TEST_P(CmaCopyPath, BroadcastReadsWithCmaAtAnySizeWhereEveryRankPrefersSingleCop
         rank, 3, (33 << 20) / 4, "all_gather_into_tensor",
         [](const Tensor& x) { all_gather_into_tensor(x, "large_all_gather"); },
         cma_works_here() && setting == "hybrid");
+    // Nor gather and scatter, where hybrid.
+    create_group("large_gather", {0, 1, 2});
+    check_path(
+        rank, 3, (33 << 20) / 4, "gather_into_tensor",
+        [](const Tensor& x) { gather_into_tensor(x, 1, "large_gather"); },
+        cma_works_here() && setting == "hybrid");
+    create_group("large_scatter", {0, 1, 2});
+    check_path(
+        rank, 3, (33 << 20) / 4, "scatter_tensor",
+        [](const Tensor& x) { scatter_tensor(x, 1, "large_scatter"); },
+        cma_works_here() && setting == "hybrid", 3 * ((33 << 20) / 4));
   });
 }
 
