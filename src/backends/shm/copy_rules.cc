@@ -78,6 +78,8 @@ void hybrid(const CopyRulesInput& in, CopyRules& r) {
     r.all_reduce_cma = {kCmaOversubscribedHybridMinBytes, kCmaAllReduceMaxBytes};
     r.reduce_cma = sizes_from(kCmaReduceOversubscribedHybridMinBytes);
     r.all_gather_cma = {kCmaOversubscribedHybridMinBytes, kCmaMaxBytesSingleCopy};
+    r.gather_cma = sizes_from(kCmaRootedOversubscribedHybridMinBytes);
+    r.scatter_cma = r.gather_cma;
     r.all_to_all_piece_cma = sizes_from(kCmaPairMinOversubscribed);  // as staged
   }
   if (in.oversubscribed) r.p2p_pull_from = SizeRange::kUnbounded;  // as staged

@@ -19,11 +19,11 @@
 //   all_gather CMA each   64K-8M             from 128K          8K-32M
 //                  over   -                  2M-32M             -
 //   gather CMA     each   64K-8M             from 128K          16K-32M
-//                  over   -                  -                  -
+//                  over   -                  from 512K          -
 //   broadcast CMA  each   64K-8M             from 128K          from 16K
 //                  over   -                  2M-32M             2M-32M
 //   scatter CMA    each   as gather          as gather          as gather
-//                  over   -                  -                  -
+//                  over   -                  as gather          -
 //   broadcast and scatter with more than 3 readers of the root (n - 1 > 3,
 //   kCmaMaxReadersOfOneProcess, direct_ops.h): "each" none.
 //   broadcast and scatter otherwise staged, read with CMA where the root's input

@@ -111,6 +111,16 @@ inline constexpr size_t kCmaBroadcastMaxBytesOversubscribed = 32u << 20;
 inline constexpr size_t kCmaOversubscribedHybridMinBytes = 2u << 20;
 inline constexpr size_t kCmaReduceOversubscribedHybridMinBytes = 1u << 20;
 
+// gather and scatter there from kCmaRootedOversubscribedHybridMinBytes per
+// rank, at any size above (fiftieth session, AMD Zen 5 VM, 4 ranks on 2 cores,
+// roots rotating, alternating launches, µs, staged -> CMA): gather 512 KiB
+// per rank 68-80 -> 63-98, 1 MiB 288-323 -> 121-128, 2 MiB 735-815 -> 241-268,
+// 8 MiB 3,044-3,388 -> 1,218-1,370 (OpenMPI 254, 542, 607, 1,869); scatter
+// 512 KiB 87-109 -> 60-68, 1 MiB 208-214 -> 109-114, 2 MiB 432-518 ->
+// 203-215, 8 MiB 2,384-2,484 -> 1,134-1,188 (OpenMPI 51, 146, 519, 1,688).
+// From 8 and 32 KiB per rank CMA took twice as long as the slots.
+inline constexpr size_t kCmaRootedOversubscribedHybridMinBytes = 512u << 10;
+
 // One process's pages, read by many ranks at once. On a 16-core Intel Xeon
 // (private tensors on 4 KiB pages; thirtieth session, docs/performance.md),
 // a broadcast read with CMA took time in proportion to its readers, ~0.44 us per

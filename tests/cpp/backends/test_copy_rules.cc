@@ -107,7 +107,8 @@ TEST(CopyRules, WithMoreRanksThanCpusCollectivesStageButForSomeLargeCalls) {
   EXPECT_EQ(hybrid.all_reduce_cma, (SizeRange{2 * MiB, 64 * MiB}));
   EXPECT_EQ(hybrid.reduce_cma, sizes_from(1 * MiB));
   EXPECT_EQ(hybrid.all_gather_cma, (SizeRange{2 * MiB, 32 * MiB}));
-  EXPECT_TRUE(hybrid.gather_cma.empty());
+  EXPECT_EQ(hybrid.gather_cma, sizes_from(512 * KiB));
+  EXPECT_EQ(hybrid.scatter_cma, sizes_from(512 * KiB));
   EXPECT_EQ(hybrid.broadcast_cma, (SizeRange{2 * MiB, 32 * MiB}));
   EXPECT_EQ(hybrid.all_to_all_piece_cma, sizes_from(512 * KiB));  // as staged
   EXPECT_EQ(hybrid.p2p_pull_from, kAny);                          // as staged

@@ -452,11 +452,13 @@ TEST(CmaOversubscribed, LargeBroadcastsReadWithCmaWhateverTheCpuCount) {
 }
 
 // Hybrid groups with more ranks than CPUs read all_reduce and all_gather of 2
-// MiB per rank or more with CMA, reduce from 1 MiB (direct_ops.h), and stage
-// smaller calls; with a CPU each they read all_reduce and all_gather from 128
-// KiB (copy_path.h), reduce from 2 MiB.
-// 3 ranks: on fewer than 3 CPUs both rules show. Every element is checked, and
-// the bytes this rank read through CMA show the path.
+// MiB per rank or more with CMA, reduce from 1 MiB, gather and scatter from 512
+// KiB (direct_ops.h), and stage smaller calls; with a CPU each they read
+// all_reduce, all_gather, gather and scatter from 128 KiB (copy_path.h), reduce
+// from 2 MiB. 3 ranks: on fewer than 3 CPUs both rules show. Every element is
+// checked, and the bytes this rank moved through CMA show the path (gather's
+// and scatter's root, at rank 1, moves none: the others write into it or read
+// from it).
 TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
   const bool cpu_each = 3u <= std::max(1u, std::thread::hardware_concurrency());
   RunOptions o;
@@ -479,12 +481,39 @@ TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
                               {"reduce", (1 << 20) + 4, cma && !cpu_each},
                               {"reduce", 512 << 10, false},
                               {"all_gather", 2 << 20, cma},
-                              {"all_gather", (1 << 20) + 8, cma && cpu_each}};
+                              {"all_gather", (1 << 20) + 8, cma && cpu_each},
+                              {"gather", (512 << 10) + 4, cma},
+                              {"gather", (256 << 10) + 4, cma && cpu_each},
+                              {"scatter", (512 << 10) + 4, cma},
+                              {"scatter", (256 << 10) + 4, cma && cpu_each}};
+        auto moved = [] {
+          return collie::detail::cma_bytes_read() + collie::detail::cma_bytes_written();
+        };
         for (const Case& c : cases) {
           const int64_t count = c.bytes / 4;
-          const std::string what = std::string(c.op) + " of " + std::to_string(c.bytes) + " bytes";
-          const uint64_t before = collie::detail::cma_bytes_read();
-          if (std::string(c.op) == "all_gather") {
+          const std::string op = c.op;
+          const std::string what = op + " of " + std::to_string(c.bytes) + " bytes";
+          const uint64_t before = moved();
+          if (op == "gather") {
+            Tensor x = make_tensor({count}, DType::Float32, [&](int64_t i) {
+              return pattern_value(DType::Float32, rank, i);
+            });
+            Tensor y = gather_into_tensor(x, 1);
+            if (rank == 1) {
+              check_tensor(
+                  y, DType::Float32, {3 * count},
+                  [&](int64_t i) { return pattern_value(DType::Float32, i / count, i % count); },
+                  what);
+            }
+          } else if (op == "scatter") {
+            Tensor x = make_tensor({3 * count}, DType::Float32, [&](int64_t i) {
+              return pattern_value(DType::Float32, rank, i);
+            });
+            check_tensor(
+                scatter_tensor(x, 1), DType::Float32, {count},
+                [&](int64_t i) { return pattern_value(DType::Float32, 1, rank * count + i); },
+                what);
+          } else if (op == "all_gather") {
             Tensor x = make_tensor({count}, DType::Float32, [&](int64_t i) {
               return pattern_value(DType::Float32, rank, i);
             });
@@ -507,7 +536,8 @@ TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
               if (rank == 1) check_tensor(y, DType::Float32, {count}, expected, what);
             }
           }
-          RCHECK_EQ(collie::detail::cma_bytes_read() > before, c.cma) << what;
+          const bool root_of_rooted = (op == "gather" || op == "scatter") && rank == 1;
+          RCHECK_EQ(moved() > before, c.cma && !root_of_rooted) << what << ", rank " << rank;
         }
         release();
       },
