@@ -159,10 +159,9 @@ std::vector<size_t> sweep_sizes(const BenchConfig& c) {
 
 double busbw_factor(const std::string& op, int n) {
   if (op == "all_reduce") return 2.0 * (n - 1) / n;
-  // gather and scatter: the root receives or sends (n - 1) / n of the buffer.
-  if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all" || op == "gather" ||
-      op == "scatter")
-    return double(n - 1) / n;
+  // (n - 1) / n of the buffer crosses between ranks (gather and scatter, which
+  // nccl-tests lack: to or from the root).
+  if (sized_by_whole_buffer(op)) return double(n - 1) / n;
   return 1.0;  // broadcast, reduce, send_recv
 }
 

@@ -48,10 +48,12 @@ Slice slice_of(size_t i, size_t n, size_t count, size_t esize) {
 // copy the root does not make, so with 2 ranks the root takes 3/5 of the
 // elements and its peer 2/5 (AMD Zen 5 VM, 2 ranks: per element the read, the
 // reduction and the write took about 20, 27 and 20 % of the non-root's time, so
-// equal halves left the root waiting a fifth of the call; 2 MiB 97-101 -> 91-94
-// us, 8 MiB 414-462 -> 356-380, 32 MiB 1.20-1.33 -> 0.88-0.97 ms, OpenMPI 106-
-// 111, 500-600 and 1.27-1.37 ms). With more ranks each non-root's write is a
-// smaller part of its work; not measured there, so the slices stay even.
+// equal halves left the root waiting a fifth of the call; alternating
+// launches: 2 MiB 98-103 -> 85-87 us, 8 MiB 437-459 -> 361-373, 32 MiB
+// 2.95-3.38 -> 2.27-2.84 ms, OpenMPI 105-111 us, 526-551 us, 3.58-3.73 ms;
+// shares of 55 to 70 % measured, 60 % best). With more ranks each non-root's
+// write is a smaller part of its work; not measured there, so the slices stay
+// even.
 Slice reduce_slice_of(size_t me, size_t root, size_t n, size_t count, size_t esize) {
   if (n != 2) return slice_of(me, n, count, esize);
   // Rank 0's slice first, rank 1's from a boundary that is a multiple of 64 bytes.

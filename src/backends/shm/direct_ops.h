@@ -22,9 +22,10 @@
 // The same two steps move private tensors with CMA: step 0 publishes addresses
 // instead of arena locations, every read is a process_vm_readv from the owner
 // and every write a process_vm_writev into it (gather's pieces too, each
-// written by its owner). all_reduce and reduce split the reduction as above: each rank reads its
-// slice of the peers' inputs a piece at a time, reduces it with its own input
-// and writes the result into the outputs that need it while it is in cache.
+// written by its owner). all_reduce and reduce split the reduction as above:
+// each rank reads its slice of the peers' inputs a piece at a time, reduces it
+// with its own input and writes the result into the outputs that need it while
+// it is in cache.
 //
 // A rank that gives up on such a call (a timeout, a dead peer) cannot stop a
 // slow peer that is still reading or writing its buffers, so its Work then keeps
