@@ -306,6 +306,20 @@ class DirectBroadcast final : public SymmetricOp {
   size_t root_;
 };
 
+// With CMA, inputs of less than kAllGatherPushBelowBytes per rank are written
+// by their owners into every output (its own first, then the next rank's on),
+// larger ones read by each rank from their owners. process_vm_readv and
+// process_vm_writev pin the peer's pages, one 4 KiB page at a time except on
+// huge pages, and collie's tensors ask for huge pages from 2 MiB: a gathered
+// output of 2 MiB or more is on them while the inputs it gathers are not (2
+// ranks, alternating launches, µs, gathered output: 2 MiB read 117-126, written
+// 57-63, OpenMPI 123-126; 256 KiB to 1 MiB, written, even or up to 15 % less;
+// 4 MiB, with 2 MiB inputs on huge pages, read 108-119 against written
+// 116-124, and 8-32 MiB even within the noise). With more than
+// kCmaMaxReadersOfOneProcess peers, each output would have as many writers
+// queued on its pages: read as before.
+inline constexpr size_t kAllGatherPushBelowBytes = 2u << 20;
+
 class DirectAllGather final : public SymmetricOp {
  public:
   DirectAllGather(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype)
@@ -315,6 +329,14 @@ class DirectAllGather final : public SymmetricOp {
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
     const bool stream = out_elems_ * esize_ >= kStreamingGatheredOutputBytes;
+    if (buffers_.cma && bytes < kAllGatherPushBelowBytes &&
+        n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess)) {
+      for (size_t i = 0; i < n_; ++i) {
+        const size_t p = (me_ + i) % n_;
+        push(p, out_of(p) + me_ * bytes, ins_[me_], bytes, stream);
+      }
+      return;
+    }
     // Each rank starts with the next rank's piece, so with N > 2 the ranks read
     // different sources at any moment instead of all reading rank 0 first.
     for (size_t i = 1; i <= n_; ++i) {

@@ -722,6 +722,49 @@ TEST_P(CmaGather, NonRootsWriteTheirPiecesWhenFewAndTheRootReadsThemOtherwise) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaGather, ::testing::Values(2, 3, 5), world_size_name);
 
+// all_gather_into_tensor with CMA: each rank writes an input of less than 2
+// MiB into its peers' outputs (process_vm_writev), when it has at most 3
+// peers; a larger one, or with more peers, each rank reads from its owner
+// (direct_ops.cc). The bytes each rank wrote and read through CMA show which;
+// every element is checked on every rank.
+class CmaAllGather : public ::testing::TestWithParam<int> {};
+
+TEST_P(CmaAllGather, InputsBelowTwoMiBAreWrittenByTheirOwnersWhenPeersAreFew) {
+  const int n = GetParam();
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
+  run_ranks(
+      n,
+      [n](int rank) {
+        const bool cma = cma_works_here();
+        const DType dt = DType::Float32;
+        const uint64_t peers = static_cast<uint64_t>(n - 1);
+        for (int64_t count : {(1 << 20) / 4 + 3, (2 << 20) / 4 + 3}) {
+          const uint64_t bytes = static_cast<uint64_t>(count) * 4;
+          const bool pushed = bytes < (2u << 20) && n - 1 <= 3;
+          const std::string what = "all_gather of " + std::to_string(bytes) + " bytes, " +
+                                   std::to_string(n) + " ranks, rank " + std::to_string(rank);
+          Tensor x =
+              make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+          const uint64_t read = collie::detail::cma_bytes_read();
+          const uint64_t written = collie::detail::cma_bytes_written();
+          Tensor y = all_gather_into_tensor(x).first;
+          RCHECK_EQ(collie::detail::cma_bytes_written() - written,
+                    cma && pushed ? peers * bytes : 0)
+              << what;
+          RCHECK_EQ(collie::detail::cma_bytes_read() - read, cma && !pushed ? peers * bytes : 0)
+              << what;
+          check_tensor(
+              y, dt, {n * count},
+              [&](int64_t i) { return pattern_value(dt, static_cast<int>(i / count), i % count); },
+              what);
+        }
+      },
+      o);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, CmaAllGather, ::testing::Values(2, 5), world_size_name);
+
 // COLLIE_ALLREDUCE_ALGO=oneshot|twoshot forces a staged all_reduce, on private
 // tensors too: no CMA even where the group prefers single copies.
 TEST(CmaCopyPathForcedAlgo, ForcedAllReduceAlgorithmStages) {
