@@ -674,6 +674,18 @@ TEST(CmaReduceSplit, TheRootReducesThreeFifthsAtTwoRanks) {
       o);
 }
 
+// Runs call() and checks the bytes this rank read from and wrote into its
+// peers through CMA meanwhile: which path the call took.
+void expect_cma_traffic(const std::string& what, uint64_t read, uint64_t written,
+                        const std::function<void()>& call) {
+  const uint64_t read_before = collie::detail::cma_bytes_read();
+  const uint64_t written_before = collie::detail::cma_bytes_written();
+  call();
+  RCHECK_EQ(collie::detail::cma_bytes_read() - read_before, read) << what << ": bytes read";
+  RCHECK_EQ(collie::detail::cma_bytes_written() - written_before, written)
+      << what << ": bytes written";
+}
+
 // gather_into_tensor with CMA: each non-root writes its piece into the root's
 // output (process_vm_writev) while the root copies its own, when there are at
 // most 3 non-roots; with more the root reads every piece in turn
@@ -699,14 +711,12 @@ TEST_P(CmaGather, NonRootsWriteTheirPiecesWhenFewAndTheRootReadsThemOtherwise) {
                                    " ranks, rank " + std::to_string(rank);
           Tensor x =
               make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-          const uint64_t read = collie::detail::cma_bytes_read();
-          const uint64_t written = collie::detail::cma_bytes_written();
-          Tensor y = gather_into_tensor(x, root);
           const uint64_t expect_written = cma && pushed && rank != root ? bytes : 0;
           const uint64_t expect_read =
               cma && !pushed && rank == root ? bytes * static_cast<uint64_t>(n - 1) : 0;
-          RCHECK_EQ(collie::detail::cma_bytes_written() - written, expect_written) << what;
-          RCHECK_EQ(collie::detail::cma_bytes_read() - read, expect_read) << what;
+          Tensor y;
+          expect_cma_traffic(what, expect_read, expect_written,
+                             [&] { y = gather_into_tensor(x, root); });
           if (rank == root) {
             check_tensor(
                 y, dt, {n * count},
@@ -746,14 +756,10 @@ TEST_P(CmaAllGather, InputsBelowTwoMiBAreWrittenByTheirOwnersWhenPeersAreFew) {
                                    std::to_string(n) + " ranks, rank " + std::to_string(rank);
           Tensor x =
               make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-          const uint64_t read = collie::detail::cma_bytes_read();
-          const uint64_t written = collie::detail::cma_bytes_written();
-          Tensor y = all_gather_into_tensor(x).first;
-          RCHECK_EQ(collie::detail::cma_bytes_written() - written,
-                    cma && pushed ? peers * bytes : 0)
-              << what;
-          RCHECK_EQ(collie::detail::cma_bytes_read() - read, cma && !pushed ? peers * bytes : 0)
-              << what;
+          Tensor y;
+          expect_cma_traffic(what, cma && !pushed ? peers * bytes : 0,
+                             cma && pushed ? peers * bytes : 0,
+                             [&] { y = all_gather_into_tensor(x).first; });
           check_tensor(
               y, dt, {n * count},
               [&](int64_t i) { return pattern_value(dt, static_cast<int>(i / count), i % count); },
