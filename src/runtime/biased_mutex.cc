@@ -1,53 +1,16 @@
 #include "runtime/biased_mutex.h"
 
-#include <linux/membarrier.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 
 #include "runtime/cpu_relax.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define COLLIE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define COLLIE_TSAN 1
-#endif
-#endif
+#include "runtime/membarrier.h"
 
 namespace collie::detail {
 
-namespace {
-long membarrier(int command) { return syscall(SYS_membarrier, command, 0, 0); }
-}  // namespace
-
-bool BiasedMutex::membarrier_ready() {
-#ifdef COLLIE_TSAN
-  return false;
-#else
-  // Registration belongs to a process: a forked child registers again.
-  static std::atomic<pid_t> ready_in{0};
-  static std::atomic<pid_t> unavailable_in{0};
-  const pid_t pid = getpid();
-  if (ready_in.load(std::memory_order_acquire) == pid) return true;
-  if (unavailable_in.load(std::memory_order_acquire) == pid) return false;
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  if (ready_in.load(std::memory_order_acquire) == pid) return true;
-  const long commands = membarrier(MEMBARRIER_CMD_QUERY);
-  if (commands < 0 || (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 ||
-      membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
-    unavailable_in.store(pid, std::memory_order_release);
-    return false;
-  }
-  ready_in.store(pid, std::memory_order_release);
-  return true;
-#endif
-}
+bool BiasedMutex::membarrier_ready() { return detail::membarrier_ready(MembarrierScope::kProcess); }
 
 void BiasedMutex::lock_slow() {
   mutex_.lock();
@@ -69,7 +32,7 @@ bool BiasedMutex::exclude_owner(bool may_wait) {
     // "inside" visible), or about to see `revoked_` and queue on mutex_.
     revoked_.store(true, std::memory_order_release);
     revocations_.store(revocations_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (!membarrier_ready() || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+    if (!membarrier_ready() || !membarrier_now(MembarrierScope::kProcess)) {
       // Registered before the bias was granted, so this cannot fail; if the
       // kernel does, mutual exclusion cannot be proven: stop.
       std::fputs("collie: internal error: membarrier failed while revoking a BiasedMutex\n",
