@@ -83,7 +83,9 @@ WorkPtr Group::submit(OpInfo info, std::span<const Tensor* const> keep_alive,
   const bool caller_outlives_work =
       info.blocking && !may_be_large(info, size()) && InterruptibleWaits::current() == nullptr;
   WorkPtr work = new_work(std::move(info), caller_outlives_work);
-  if (!caller_outlives_work) {
+  if (caller_outlives_work) {
+    work->set_caller_holds();
+  } else {
     for (const Tensor* t : keep_alive) work->keep_alive(*t);
   }
   launch(backend, work);

@@ -1,5 +1,7 @@
 #include "runtime/work.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -75,9 +77,10 @@ void Work::fail(std::exception_ptr error) {
 }
 
 // seq_cst on both sides (as in the doorbell): either this sees the sleeper and
-// wakes it, or the sleeper's check after announcing itself sees the word. The
-// engine that completes a Work holds a reference to it, so it is still alive
-// for the wake-up even if the waiter returns at once.
+// wakes it, or the sleeper's check after announcing itself sees the word. A
+// waiter that sees kWaking returns at once, and the engine that completes a
+// Work may hold no reference to it (caller_holds), so ~Work waits for kDone:
+// the completing thread touches the Work no more after that store.
 //
 // A blocking call's Work is waited for only by the thread that called (the
 // handle it may return is done already), and that thread cannot be asleep on it
@@ -88,11 +91,18 @@ void Work::fail(std::exception_ptr error) {
 // counted").
 void Work::publish_done() {
   if (info_.blocking && pthread_equal(caller_, pthread_self())) {
-    done_.store(1, std::memory_order_release);
+    done_.store(kDone, std::memory_order_release);
     return;
   }
-  done_.store(1, std::memory_order_seq_cst);
+  done_.store(kWaking, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) != 0) detail::futex_wake(&done_, INT_MAX);
+  done_.store(kDone, std::memory_order_release);
+}
+
+// Only a Work completed by another thread than its caller is ever kWaking, for
+// the few instructions (and maybe a futex wake) between publish_done's stores.
+Work::~Work() {
+  while (done_.load(std::memory_order_acquire) == kWaking) sched_yield();
 }
 
 bool Work::sleep_until_done(const std::chrono::steady_clock::time_point* deadline) {
@@ -101,7 +111,7 @@ bool Work::sleep_until_done(const std::chrono::steady_clock::time_point* deadlin
   constexpr int64_t kSliceNs = 1'000'000'000;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   bool finished = true;
-  while (done_.load(std::memory_order_seq_cst) == 0) {
+  while (done_.load(std::memory_order_seq_cst) == kPending) {
     int64_t wait_ns = kSliceNs;
     if (deadline != nullptr) {
       const auto left = *deadline - std::chrono::steady_clock::now();
@@ -112,7 +122,7 @@ bool Work::sleep_until_done(const std::chrono::steady_clock::time_point* deadlin
       wait_ns = std::min<int64_t>(
           wait_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count() + 1);
     }
-    detail::futex_wait(&done_, 0, wait_ns);
+    detail::futex_wait(&done_, kPending, wait_ns);
   }
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   return finished;

@@ -40,8 +40,17 @@ class Work {
  public:
   explicit Work(detail::OpInfo info)
       : info_(std::move(info)), caller_(info_.blocking ? pthread_self() : pthread_t{}) {}
+  // Waits for a thread that completed it to be done with it (publish_done).
+  ~Work();
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
 
   const detail::OpInfo& info() const { return info_; }
+  // The caller of a blocking call holds this Work until it has completed and
+  // never abandons the wait (Group::submit decides, before the backend starts):
+  // a backend may then refer to it by a plain pointer instead of sharing it.
+  void set_caller_holds() { caller_holds_ = true; }
+  bool caller_holds() const { return caller_holds_; }
 
   // Keeps `t`'s storage alive until the work is destroyed. The first two (an
   // input and an output: every operation) are kept without allocating.
@@ -97,7 +106,7 @@ class Work {
 
   void wait();
   bool wait_until(std::chrono::steady_clock::time_point deadline);
-  bool is_completed() const { return done_.load(std::memory_order_acquire) != 0; }
+  bool is_completed() const { return done_.load(std::memory_order_acquire) != kPending; }
   std::exception_ptr error() const;
 
  private:
@@ -106,15 +115,18 @@ class Work {
   int kept_ = 0;
   std::vector<std::shared_ptr<Storage>> kept_more_;
   bool retain_on_failure_ = false;  // set before the backend starts the operation
+  bool caller_holds_ = false;       // set_caller_holds(), before the backend starts
   uint32_t parts_ = 1;              // expect_parts(), before the backend starts
   std::atomic<uint32_t> parts_left_{1};
   std::atomic<bool> ended_{false};  // of a Work of several parts: its end was published
-  // Completion is one word, 0 then 1. Threads that wait without a driver sleep
-  // on it (a futex; counted in sleepers_), so completing an operation nobody
-  // sleeps on is one store and one load, and a Work has no mutex or condition
-  // variable to build and tear down (destroying a condition variable is an
-  // atomic read-modify-write).
-  std::atomic<uint32_t> done_{0};
+  // Completion is one word: kPending, then kDone, or kWaking first while a
+  // thread other than the caller wakes sleepers (publish_done). Threads that
+  // wait without a driver sleep on it (a futex; counted in sleepers_), so
+  // completing an operation nobody sleeps on is one store and one load, and a
+  // Work has no mutex or condition variable to build and tear down (destroying
+  // a condition variable is an atomic read-modify-write).
+  static constexpr uint32_t kPending = 0, kWaking = 1, kDone = 2;
+  std::atomic<uint32_t> done_{kPending};
   std::atomic<uint32_t> sleepers_{0};
   std::exception_ptr error_;                 // written before done_, read after it
   // A blocking call's thread, its only waiter (publish_done); unset otherwise.

@@ -41,6 +41,7 @@ class AnswerThenMoveOp final : public OpState {
   AnswerThenMoveOp(const CollectiveCall& c, bool on_huge_pages, int root,
                    OpAfterAnswer after_answer)
       : OpState(c.work),
+        work_(c.work),
         engine_(c.engine),
         group_(c.group),
         answer_(std::make_unique<RootAnswerOp>(c, on_huge_pages, root)),
@@ -50,7 +51,7 @@ class AnswerThenMoveOp final : public OpState {
     if (move_) return move_->advance();
     const Progress answered = answer_->advance();
     if (answered != Progress::Done) return answered;
-    move_ = after_answer_(CollectiveCall{engine_, group_, work()}, answer_->root_on_huge_pages());
+    move_ = after_answer_(CollectiveCall{engine_, group_, work_}, answer_->root_on_huge_pages());
     answer_.reset();
     return move_->advance() == Progress::Done ? Progress::Done : Progress::Advanced;
   }
@@ -62,6 +63,7 @@ class AnswerThenMoveOp final : public OpState {
   }
 
  private:
+  WorkPtr work_;  // for the op made after the answer (which takes a reference as it needs)
   ShmEngine* engine_;
   ShmGroup* group_;
   std::unique_ptr<RootAnswerOp> answer_;

@@ -19,7 +19,14 @@ enum class Progress { Blocked, Advanced, Done };
 
 class OpState {
  public:
-  explicit OpState(WorkPtr work) : work_(std::move(work)) {}
+  // Takes a reference to `work` only where its caller may let go of it before
+  // the operation finishes (Work::caller_holds): a small blocking call's
+  // operation refers to its Work by a plain pointer, so that making and
+  // finishing it updates no reference count (two locked instructions a call;
+  // docs/performance_history.md, "Locked instructions after a step is
+  // published").
+  explicit OpState(const WorkPtr& work)
+      : work_(work.get()), owner_(work->caller_holds() ? nullptr : work) {}
   virtual ~OpState() = default;
   // Every call makes one and drops it: from the per-thread pool, not malloc.
   static void* operator new(size_t bytes) { return pool_alloc(bytes); }
@@ -32,12 +39,13 @@ class OpState {
   // could still let it finish (e.g. bytes left in a ring from a peer that exited).
   virtual bool can_finish_without_peers() const { return false; }
 
-  const WorkPtr& work() const { return work_; }
+  Work* work() const { return work_; }
   std::chrono::steady_clock::time_point last_progress;
   std::chrono::steady_clock::time_point deadline;
 
  private:
-  WorkPtr work_;
+  Work* work_;
+  WorkPtr owner_;  // empty when the caller holds the Work (above)
 };
 
 }  // namespace collie::detail

@@ -34,8 +34,8 @@ std::string Fingerprint::describe() const {
   }
 }
 
-StepOp::StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps)
-    : OpState(std::move(work)),
+StepOp::StepOp(ShmEngine& engine, ShmGroup& group, const WorkPtr& work, size_t nsteps)
+    : OpState(work),
       nsteps_(nsteps),
       engine_(engine),
       group_(group),
@@ -385,7 +385,7 @@ namespace {
 // the group's newest unchecked call, then compares them all.
 class UncheckedCallCheck final : public OpState {
  public:
-  UncheckedCallCheck(ShmGroup& group, WorkPtr work) : OpState(std::move(work)), group_(group) {}
+  UncheckedCallCheck(ShmGroup& group, const WorkPtr& work) : OpState(work), group_(group) {}
 
   Progress advance() override {
     if (group_.unchecked_count == 0) return Progress::Done;
@@ -408,8 +408,8 @@ class UncheckedCallCheck final : public OpState {
 };
 }  // namespace
 
-std::unique_ptr<OpState> make_unchecked_call_check(ShmGroup& group, WorkPtr work) {
-  return std::make_unique<UncheckedCallCheck>(group, std::move(work));
+std::unique_ptr<OpState> make_unchecked_call_check(ShmGroup& group, const WorkPtr& work) {
+  return std::make_unique<UncheckedCallCheck>(group, work);
 }
 
 }  // namespace collie::detail

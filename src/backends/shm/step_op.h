@@ -57,7 +57,7 @@ inline constexpr size_t kEagerBytes = 4096;
 
 class StepOp : public OpState {
  public:
-  StepOp(ShmEngine& engine, ShmGroup& group, WorkPtr work, size_t nsteps);
+  StepOp(ShmEngine& engine, ShmGroup& group, const WorkPtr& work, size_t nsteps);
 
   // Makes a one-step call of at most kEagerBytes per rank with root `root` eager
   // (above), unless the group checks every call: `root_sends` for broadcast and
@@ -149,7 +149,7 @@ bool check_unchecked_calls(ShmGroup& group, uint64_t through);
 
 // The operation drain queues when the group has unchecked calls: it waits
 // (deadline, liveness: like any operation) until it can check them all.
-std::unique_ptr<OpState> make_unchecked_call_check(ShmGroup& group, WorkPtr work);
+std::unique_ptr<OpState> make_unchecked_call_check(ShmGroup& group, const WorkPtr& work);
 // The description of the group's newest unchecked call, for that operation's
 // Work (kind, sizes, seq), or of `call`.
 OpInfo unchecked_call_info(const ShmGroup& group);

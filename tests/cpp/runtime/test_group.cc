@@ -113,8 +113,9 @@ WorkPtr submit_all_reduce(Group& g, uint64_t count, bool blocking) {
 }
 
 // A blocking call's caller holds the group until its Work has ended, so only
-// that Work borrows the group's name (no reference count); any Work that may
-// outlive the call shares it, and still names the group after the Group is gone.
+// that Work borrows the group's name (no reference count) and is held by its
+// caller alone (Work::caller_holds); any Work that may outlive the call shares
+// the name, and still names the group after the Group is gone.
 TEST(Group, OnlyWorksThatEndWithTheirCallBorrowTheGroupName) {
   bool destroyed = false;
   auto g = std::make_unique<Group>("g", std::vector<int>{0, 1}, 0, 10,
@@ -130,6 +131,10 @@ TEST(Group, OnlyWorksThatEndWithTheirCallBorrowTheGroupName) {
   EXPECT_GT(async->info().group.use_count(), 0);
   EXPECT_GT(large->info().group.use_count(), 0);
   EXPECT_EQ(blocking->info().seq + 1, async->info().seq);
+  // The same Works are the ones a backend may refer to without a reference.
+  EXPECT_TRUE(blocking->caller_holds());
+  EXPECT_FALSE(async->caller_holds());
+  EXPECT_FALSE(large->caller_holds());
   blocking.reset();
   g.reset();
   EXPECT_TRUE(destroyed);

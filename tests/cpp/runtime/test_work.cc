@@ -116,6 +116,30 @@ TEST(Work, AWaiterWithoutDriverSleepsUntilAnotherThreadCompletesTheWork) {
   EXPECT_GE(Clock::now() - start, 30ms);
 }
 
+// A thread may complete a Work it holds no reference to (a small blocking
+// call's operation: Work::caller_holds) while the Work's last holder drops it
+// the moment it sees it done: here a waiter asleep on it, which the completing
+// thread must wake. ~Work waits until the completing thread is done with it;
+// under ASan (scripts/sanitize.sh runs this file) an access after the free
+// would fail the test.
+TEST(Work, ItsLastHolderMayDropItTheMomentAnotherThreadCompletesIt) {
+  for (int round = 0; round < 2000; ++round) {
+    auto work = std::make_shared<Work>(blocking_info(false));
+    Work* completing = work.get();
+    std::atomic<bool> waiting{false};
+    std::thread waiter([held = std::move(work), &waiting]() mutable {
+      waiting.store(true);
+      held->wait();
+      EXPECT_TRUE(held->is_completed());
+      held.reset();
+    });
+    while (!waiting.load()) std::this_thread::yield();
+    if (round % 2 == 0) std::this_thread::sleep_for(50us);  // asleep, or on its way
+    completing->complete();
+    waiter.join();
+  }
+}
+
 TEST(Work, AWaiterWithoutDriverSeesTheFailure) {
   auto work = std::make_shared<Work>(blocking_info(false));
   LateCompletion later(work, 10ms, timeout());
