@@ -78,8 +78,7 @@ void FlightRecorder::finished(uint64_t seq, std::string_view error) {
   if (e.stamp.load(std::memory_order_relaxed) != expected) return;  // a newer op took the entry
   e.end.store(ticks(coarse_now()), std::memory_order_release);
   if (error.empty()) {
-    e.stamp.compare_exchange_strong(expected, seq << 2 | kCompleted, std::memory_order_release,
-                                    std::memory_order_relaxed);
+    e.completed_seq.store(seq, std::memory_order_release);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -112,6 +111,10 @@ bool FlightRecorder::snapshot(uint64_t seq, Snapshot* out) const {
     out->start = from_ticks(e.start.load(std::memory_order_acquire));
     out->end = from_ticks(e.end.load(std::memory_order_acquire));
     out->state = static_cast<State>(stamp & 3);
+    if (out->state == kIssued && e.completed_seq.load(std::memory_order_acquire) == seq) {
+      out->state = kCompleted;
+      out->end = from_ticks(e.end.load(std::memory_order_acquire));
+    }
     if (e.stamp.load(std::memory_order_relaxed) != stamp) continue;  // changed while read
     out->error = out->state == kFailed ? e.error : std::string();
     return true;

@@ -61,7 +61,17 @@ class FlightRecorder {
     std::atomic<uint64_t> count{0};
     std::atomic<int64_t> tag{0};
     std::atomic<int64_t> start{0}, end{0};  // coarse-clock ticks
-    std::string error;                      // under mu_; meaningful when kFailed
+    // The seq of the operation that completed here: the entry's own when it
+    // did (its stamp still says kIssued). A plain store, not a change of the
+    // stamp by compare-exchange: finished() runs right after a call published
+    // its data, and a locked instruction there waits for that store to reach
+    // the peers (docs/performance_history.md, "Locked instructions after a
+    // step is published"). Should the entry be reissued and its new operation
+    // complete between an old finish's look at the stamp and its stores (which
+    // takes `capacity` newer operations within those few instructions), the
+    // new one shows as issued.
+    std::atomic<uint64_t> completed_seq{0};
+    std::string error;  // under mu_; meaningful when kFailed
   };
   struct Snapshot;  // a consistent copy of one entry (dump)
   bool snapshot(uint64_t seq, Snapshot* out) const;

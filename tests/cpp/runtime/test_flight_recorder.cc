@@ -65,6 +65,22 @@ TEST(FlightRecorder, KeepsTheLastCapacityOperationsAndIgnoresLateFinishes) {
   EXPECT_EQ(lines_matching(d, "late error"), 0) << d;
 }
 
+// A completion is recorded as the seq that completed (no compare-exchange on
+// the entry's stamp), so an entry reissued after its operation completed shows
+// the new operation as issued until that one completes too.
+TEST(FlightRecorder, AReissuedEntryShowsItsNewOperationIssuedUntilItCompletes) {
+  FlightRecorder r("g", 0, 4);
+  for (uint64_t seq = 1; seq <= 4; ++seq) r.issued(op(seq));
+  r.finished(1, "");
+  r.issued(op(5));  // takes entry 1
+  std::string d = r.dump();
+  EXPECT_EQ(lines_matching(d, "seq 5 .*issued"), 1) << d;
+  EXPECT_EQ(lines_matching(d, "completed"), 0) << d;
+  r.finished(5, "");
+  d = r.dump();
+  EXPECT_EQ(lines_matching(d, "seq 5 .*completed"), 1) << d;
+}
+
 // A capacity that is not a power of two: the ring rounds up (slots found with a
 // mask) but shows exactly the last `capacity` operations.
 TEST(FlightRecorder, AnyCapacityShowsExactlyThatManyOperations) {
