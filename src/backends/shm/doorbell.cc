@@ -1,7 +1,10 @@
 #include "backends/shm/doorbell.h"
 
+#include <algorithm>
+
 #include "runtime/coarse_clock.h"
 #include "runtime/futex.h"
+#include "runtime/membarrier.h"
 
 namespace collie::detail {
 
@@ -21,6 +24,17 @@ void Doorbell::ring(Ring what) {
   }
 }
 
+void Doorbell::ring_step(bool registered) {
+  if (!registered || unfenced_step_rings.load(std::memory_order_relaxed) == 0) {
+    return ring(Ring::kStep);
+  }
+  // Only the compiler must keep the step's store before this load.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_relaxed) == 0) return;
+  count.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(&count, 1 << 30);
+}
+
 bool Doorbell::parked_thread_listens(Ring what) const {
   // async_pending first: it shares the line of `parked`, which a loop of blocking
   // calls leaves alone, while `drivers` changes with every call.
@@ -36,12 +50,26 @@ void Doorbell::wake_all() {
   futex_wake(&count, 1 << 30);
 }
 
-uint32_t Doorbell::prepare_wait(bool idle) {
+Doorbell::Ticket Doorbell::prepare_wait(bool idle) {
   (idle ? idle_sleepers : sleepers).fetch_add(1, std::memory_order_seq_cst);
-  return count.load(std::memory_order_seq_cst);
+  // kStep rings that skip their barrier (ring_step) concern `sleepers` only.
+  // A membarrier that fails (it was available when the owner registered, so it
+  // should not) leaves the last such rings unordered: they are fenced from now
+  // on, and this wait is cut short so that the pass after it sees their steps.
+  bool unordered = false;
+  if (!idle && unfenced_step_rings.load(std::memory_order_relaxed) != 0 &&
+      !membarrier_now(MembarrierScope::kMachine)) {
+    unfenced_step_rings.store(0, std::memory_order_relaxed);
+    unordered = true;
+  }
+  return {count.load(std::memory_order_seq_cst), unordered};
 }
 
 void Doorbell::wait(uint32_t seen, int64_t timeout_ns) { futex_wait(&count, seen, timeout_ns); }
+
+void Doorbell::wait(Ticket ticket, int64_t timeout_ns) {
+  wait(ticket.seen, ticket.unordered ? std::min(timeout_ns, kUnorderedRingWaitNs) : timeout_ns);
+}
 
 void Doorbell::finish_wait(bool idle) {
   (idle ? idle_sleepers : sleepers).fetch_sub(1, std::memory_order_seq_cst);

@@ -5,9 +5,10 @@
 // ring, a new local operation) rings it. The engine sleeps on it with a futex
 // when a whole progress pass made no progress. It is an event count: the sleeper
 // announces itself before re-checking, so a ring can never be lost, and a ring
-// costs only an atomic increment unless the owner is actually asleep.
+// costs only an atomic increment unless the owner is actually asleep (a step
+// ring, ring_step, from a process registered for membarriers: two loads).
 //
-//   waiter: seen = bell.prepare_wait(); if (!anything_to_do()) bell.wait(seen, ns);
+//   waiter: t = bell.prepare_wait(); if (!anything_to_do()) bell.wait(t, ns);
 //   bell.finish_wait(); waker:  publish(data); bell.ring(Ring::kBytes);
 #pragma once
 
@@ -53,6 +54,10 @@ struct Doorbell {
   alignas(64) std::atomic<uint32_t> sleepers{0};  // wake on any ring
   std::atomic<uint32_t> idle_sleepers{0};         // wake on all but kStep rings
   std::atomic<uint32_t> parked{0};
+  // Set by the owner (enable_unfenced_step_rings) when its sleepers make every
+  // registered process execute a full barrier before they sleep: a kStep ring
+  // from a registered process then needs none of its own (ring_step).
+  std::atomic<uint32_t> unfenced_step_rings{0};
   // Read by rings while the thread is parked; a loop of blocking calls does not
   // write it.
   alignas(64) std::atomic<uint64_t> async_pending{0};  // the owner's asynchronous operations
@@ -61,7 +66,29 @@ struct Doorbell {
   std::atomic<int64_t> drivers_left_ns{0};       // coarse clock, when the last one left
 
   void ring(Ring what);
-  uint32_t prepare_wait(bool idle = false);
+  // ring(Ring::kStep) after this rank published a step. A ring's full barrier
+  // (between the step's store and the look at `sleepers`) waits for that store
+  // to reach the peers' cache: a small call with nothing to wait for (an eager
+  // rooted call, step_op.h) spent half its time in it (perf, 2 ranks). Where
+  // the caller's process is registered for machine-wide membarriers
+  // (`registered`) and the owner's sleepers issue one (unfenced_step_rings),
+  // the ring is two loads instead: a sleeper's membarrier makes either this
+  // rank's step visible to its last look or its own count in `sleepers`
+  // visible here (runtime/membarrier.h). The engine does so only where ranks
+  // outnumber cores (engine.cc), where it measured faster for every rank.
+  void ring_step(bool registered);
+  // The owner, once, if it rings so and membarrier_ready(MembarrierScope::kMachine).
+  void enable_unfenced_step_rings() { unfenced_step_rings.store(1, std::memory_order_release); }
+  // A waiter's announcement (prepare_wait): the ring count it saw, and whether
+  // rings may have gone by unordered (a membarrier failed), in which case its
+  // wait lasts at most kUnorderedRingWaitNs, time for their steps to arrive.
+  struct Ticket {
+    uint32_t seen;
+    bool unordered;
+  };
+  static constexpr int64_t kUnorderedRingWaitNs = 100'000;
+  Ticket prepare_wait(bool idle = false);
+  void wait(Ticket ticket, int64_t timeout_ns);
   void wait(uint32_t seen, int64_t timeout_ns);
   void finish_wait(bool idle = false);
   // The progress thread parks: prepare_park(), then, if drivers are still there,

@@ -14,6 +14,7 @@
 #include "runtime/coarse_clock.h"
 #include "runtime/cpu_relax.h"
 #include "runtime/futex.h"
+#include "runtime/membarrier.h"
 #include "runtime/op_info.h"
 
 namespace collie::detail {
@@ -76,6 +77,13 @@ ShmEngine::ShmEngine(std::shared_ptr<ShmGroup> world)
   if (const char* v = std::getenv("COLLIE_SPIN_US"); v != nullptr && *v != '\0')
     spin_us = std::atol(v);
   spin_budget_ = std::chrono::microseconds(std::max(0L, spin_us));
+  // Step rings without their barrier (Doorbell::ring_step) where ranks
+  // outnumber cores: there they measured faster for every rank; with a core
+  // each, slower for the rank that waits (its peer's data reached it later).
+  if (oversubscribed && membarrier_ready(MembarrierScope::kMachine)) {
+    unfenced_step_rings_ = true;
+    my_doorbell().enable_unfenced_step_rings();
+  }
   groups_.push_back(world_.get());
   thread_ = std::thread([this] { run(); });
 }
@@ -103,7 +111,8 @@ void ShmEngine::ring_peers(const ShmGroup& group) const {
   // Step flags matter only to threads with operations in flight, not to idle
   // progress threads (see Doorbell).
   for (int g = 0; g < group.size(); ++g) {
-    if (g != group.rank()) world_->header(group.world_rank(g)).doorbell.ring(Ring::kStep);
+    if (g != group.rank())
+      world_->header(group.world_rank(g)).doorbell.ring_step(unfenced_step_rings_);
   }
 }
 
@@ -558,7 +567,7 @@ template <typename Done>
 void ShmEngine::sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner runner,
                                       int64_t timeout_ns) {
   Doorbell& bell = my_doorbell();
-  uint32_t seen = bell.prepare_wait(idle);
+  const Doorbell::Ticket ticket = bell.prepare_wait(idle);
   {
     std::lock_guard<FutexMutex> lock(progress_mu_);
     // A deferred pulled message must be read within its grace even if nobody rings.
@@ -574,7 +583,7 @@ void ShmEngine::sleep_unless_progress(Done done, bool idle, P2PMatcher::Runner r
     }
   }
   // The pass after prepare_wait closes the race with a peer ringing just before.
-  if (!locked_pass(/*check_stalls_now=*/true, runner) && !done()) bell.wait(seen, timeout_ns);
+  if (!locked_pass(/*check_stalls_now=*/true, runner) && !done()) bell.wait(ticket, timeout_ns);
   bell.finish_wait(idle);
 }
 

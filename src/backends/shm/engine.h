@@ -102,7 +102,13 @@ class ShmEngine final : public ProgressDriver {
   std::atomic<uint64_t> pending_blocking_{0};
   std::atomic<uint64_t> detached_generation_{0};  // bumped after each detach request is handled
   std::atomic<bool> stop_{false};
-  alignas(64) FutexMutex progress_mu_;  // held for every pass, by whichever thread runs it
+  // Held for every pass, by whichever thread runs it. (Biased to the caller, a
+  // BiasedMutex, it measured slower: docs/performance_history.md.)
+  alignas(64) FutexMutex progress_mu_;
+  // More ranks than cores, and this process registered for machine-wide
+  // membarriers: its kStep rings to peers that accept them skip their barrier
+  // (Doorbell::ring_step).
+  bool unfenced_step_rings_ = false;
   alignas(64) std::chrono::nanoseconds spin_budget_{0};
   unsigned yield_every_ = 32;                // polls between sched_yield() while spinning...
   std::chrono::nanoseconds yield_after_{0};  // ...once a caller has spun this long (drive())
