@@ -34,7 +34,6 @@ struct Registration {
   std::atomic<pid_t> ready_in{0};
   std::atomic<pid_t> unavailable_in{0};
 };
-Registration registrations[2];
 
 }  // namespace
 
@@ -44,6 +43,7 @@ bool membarrier_ready(MembarrierScope scope) {
   return false;
 #else
   // Registration belongs to a process: a forked child registers again.
+  static Registration registrations[2];
   Registration& r = registrations[static_cast<int>(scope)];
   const pid_t pid = getpid();
   if (r.ready_in.load(std::memory_order_acquire) == pid) return true;
