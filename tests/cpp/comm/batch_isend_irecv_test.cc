@@ -316,6 +316,42 @@ TEST(BatchIsendIrecv, UnsortedSubGroup) {
   });
 }
 
+// One run of 40 transfers on 2 ranks, receives before, between and after the
+// sends: more small sends than a batch leaves uncompleted until its end (8,
+// ShmEngine::TransferBatch), every message with one tag, so each receive must
+// get the message sent in the same place (messages between a pair keep their
+// order).
+TEST(BatchIsendIrecv, ARunOfManySmallSendsKeepsTheirOrder) {
+  run_ranks(2, [](int rank) {
+    const int peer = 1 - rank;
+    constexpr int kMessages = 20;
+    auto value = [](int src, int k) { return double(src * 1000 + k); };
+    std::vector<P2POp> ops;
+    for (int k = 0; k < 5; ++k) ops.emplace_back("irecv", Shape{3}, peer, WORLD, 0, DType::Int32);
+    for (int k = 0; k < kMessages; ++k) {
+      ops.emplace_back("isend", Tensor::full({3}, value(rank, k), DType::Int32), peer);
+      if (k % 4 == 3) ops.emplace_back("irecv", Shape{3}, peer, WORLD, 0, DType::Int32);
+    }
+    while (ops.size() < 2 * kMessages)
+      ops.emplace_back("irecv", Shape{3}, peer, WORLD, 0, DType::Int32);
+    std::vector<Tensor> out = batch_isend_irecv(ops);
+    RCHECK_EQ(out.size(), ops.size());
+    int received = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind == P2POp::Kind::ISEND) {
+        check_tensor(
+            out[i], DType::Float32, {}, [](int64_t) { return 0.0; }, "placeholder");
+        continue;
+      }
+      const int k = received++;
+      check_tensor(
+          out[i], DType::Int32, {3}, [&](int64_t) { return value(peer, k); },
+          "receive " + std::to_string(k));
+    }
+    RCHECK_EQ(received, kMessages);
+  });
+}
+
 // More ops than a batch keeps on the stack (8), alternating between a pair group
 // and the world: each op runs in the group it names (a world op after a pair op
 // names a peer outside the pair: KeyError if it took the pair's lookup).
