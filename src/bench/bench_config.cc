@@ -47,14 +47,21 @@ BenchConfig parse_config(const std::vector<std::string>& args, std::vector<std::
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--op") {
-      std::string v = value(i);
-      if (v == "all") {
-        c.ops = all_ops();
-      } else {
-        if (std::find(all_ops().begin(), all_ops().end(), v) == all_ops().end()) {
-          throw std::invalid_argument("unknown op '" + v + "'");
+      // Repeated, or several in one (--op gather,scatter), in the order given.
+      const std::string& list = value(i);
+      for (size_t begin = 0;;) {
+        const size_t end = std::min(list.find(',', begin), list.size());
+        const std::string v = list.substr(begin, end - begin);
+        if (v == "all") {
+          c.ops.insert(c.ops.end(), all_ops().begin(), all_ops().end());
+        } else if (std::find(all_ops().begin(), all_ops().end(), v) != all_ops().end()) {
+          c.ops.push_back(v);
+        } else {
+          throw std::invalid_argument("unknown op '" + v + "'" +
+                                      (v == list ? "" : " in --op '" + list + "'"));
         }
-        c.ops.push_back(v);
+        if (end == list.size()) break;
+        begin = end + 1;
       }
     } else if (a == "-b" || a == "--minbytes") {
       c.min_bytes = parse_size(value(i));

@@ -278,9 +278,9 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
 }  // namespace
 
 std::string bench_usage() {
-  return "usage: collie bench [-n N] [--op OP|all] [-b MIN] [-e MAX] [-f FACTOR] [--dtype T]\n"
-         "                    [-w WARMUP] [--iters N] [--cold] [--dirty] [--shared] [--loop]\n"
-         "                    [--span] [--root R|rotate] [--no-check] [-h|--help]\n"
+  return "usage: collie bench [-n N] [--op OP[,OP...]|all] [-b MIN] [-e MAX] [-f FACTOR]\n"
+         "                    [--dtype T] [-w WARMUP] [--iters N] [--cold] [--dirty] [--shared]\n"
+         "                    [--loop] [--span] [--root R|rotate] [--no-check] [-h|--help]\n"
          "                    [--compare mpi] [--rounds N]\n"
          "                    [--json FILE] [--csv FILE] [--plot FILE.png]\n"
          "\n"
@@ -288,8 +288,9 @@ std::string bench_usage() {
          "per size, the median time over ranks (and min/max), algbw and busbw (nccl-tests\n"
          "factors) and whether every result was correct. OPs: all_reduce, all_gather,\n"
          "reduce_scatter, broadcast, reduce, all_to_all, send_recv, gather, scatter, or\n"
-         "all. all_gather, reduce_scatter, all_to_all, gather and scatter are sized by\n"
-         "the whole gathered or scattered buffer, the others by one rank's.\n"
+         "all; --op may be repeated or list several (--op gather,scatter). all_gather,\n"
+         "reduce_scatter, all_to_all, gather and scatter are sized by the whole gathered\n"
+         "or scattered buffer, the others by one rank's.\n"
          "--compare mpi runs the same sweep through OpenMPI's own collectives (mpirun),\n"
          "alternating per op, and prints the speed-up (MPI time / collie time).\n"
          "--rounds N runs each op's sweep N times on each side (alternating with OpenMPI's)\n"

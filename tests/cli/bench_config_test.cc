@@ -1,16 +1,44 @@
 // parse_config / config_args / root_of_call: the sweep options shared by
-// `collie bench` and its workers (src/bench/bench_config.h), here `--root` and
-// `--span`.
+// `collie bench` and its workers (src/bench/bench_config.h), here `--op`,
+// `--root` and `--span`.
 #include "bench/bench_config.h"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace collie::bench {
 namespace {
 
 BenchConfig parse(std::vector<std::string> args) { return parse_config(args, nullptr); }
+
+TEST(BenchConfig, OpsAreRepeatedOrListedInTheOrderGiven) {
+  using Ops = std::vector<std::string>;
+  EXPECT_EQ(parse({}).ops, Ops{"all_reduce"});
+  EXPECT_EQ(parse({"--op", "gather"}).ops, Ops{"gather"});
+  EXPECT_EQ(parse({"--op", "scatter,gather"}).ops, (Ops{"scatter", "gather"}));
+  EXPECT_EQ(parse({"--op", "reduce", "--op", "broadcast,send_recv"}).ops,
+            (Ops{"reduce", "broadcast", "send_recv"}));
+  EXPECT_EQ(parse({"--op", "all"}).ops, all_ops());
+  Ops all_then_one = all_ops();
+  all_then_one.push_back("reduce");
+  EXPECT_EQ(parse({"--op", "all,reduce"}).ops, all_then_one);
+  for (const char* bad : {"bogus", "gather,bogus", "gather,", ",gather", "gather,,scatter", ""}) {
+    EXPECT_THROW(parse({"--op", bad}), std::invalid_argument) << "--op '" << bad << "'";
+  }
+  try {
+    parse({"--op", "gather,gaher"});
+    ADD_FAILURE() << "a misspelt op in a list was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "unknown op 'gaher' in --op 'gather,gaher'");
+  }
+  // The workers get the list as repeated options.
+  BenchConfig c;
+  c.ops = {"broadcast", "reduce"};
+  EXPECT_EQ(parse(config_args(c)).ops, (Ops{"broadcast", "reduce"}));
+}
 
 TEST(BenchConfig, RootDefaultsToZeroAndTakesARankOrRotate) {
   EXPECT_EQ(parse({}).root, 0);
