@@ -316,11 +316,10 @@ TEST(BatchIsendIrecv, UnsortedSubGroup) {
   });
 }
 
-// One run of 40 transfers on 2 ranks, receives before, between and after the
-// sends: more small sends than a batch leaves uncompleted until its end (8,
-// ShmEngine::TransferBatch), every message with one tag, so each receive must
-// get the message sent in the same place (messages between a pair keep their
-// order).
+// One run of 40 transfers on 2 ranks, every message with one tag, receives
+// before, between and after the sends: each receive must get the message sent
+// in the same place (messages between a pair keep their order), whether it
+// found it in the ring, waited for it, or took it from the unexpected ones.
 TEST(BatchIsendIrecv, ARunOfManySmallSendsKeepsTheirOrder) {
   run_ranks(2, [](int rank) {
     const int peer = 1 - rank;
