@@ -9,7 +9,10 @@ best (lowest) median of collie and, separately, of OpenMPI over those runs is
 shown, with speed-up = OpenMPI / collie and busbw from the collie time. With
 --shared (runs of the same sweep with `collie bench --shared`), two more columns
 give collie's time on tensors from empty_shared() and its speed-up over the best
-OpenMPI time of all runs. With --beside (the same sweep with another rank count
+OpenMPI time of all runs. Where the runs kept each round's times (`collie bench
+--compare mpi` since the fifty-third session), a column gives the range of the
+rounds' own speed-ups over all the runs: each is one round's OpenMPI time over
+the same round's collie time, the two taken seconds apart. With --beside (the same sweep with another rank count
 or timing, e.g. 2 and 4 ranks with --loop), the two sweeps' times and speed-ups
 stand side by side, each headed by its rank count.
 """
@@ -25,18 +28,26 @@ def size_name(b):
 
 
 def best(paths):
-    """(op, bytes) -> the best collie and the best OpenMPI result over the runs."""
+    """(op, bytes) -> the best collie and the best OpenMPI result over the runs,
+    and under "paired" every round's own speed-up in them."""
     rows = {}
     for path in paths:
         with open(path) as f:
             for r in json.load(f)["results"]:
                 key = (r["op"], r["bytes"])
-                b = rows.setdefault(key, dict(r))
+                b = rows.setdefault(key, dict(r, paired=[]))
+                b["paired"] += r.get("speedup_rounds", [])
                 if r["collie_us"] < b["collie_us"]:
                     b["collie_us"], b["collie_busbw_gbps"] = r["collie_us"], r["collie_busbw_gbps"]
                 if r["mpi_us"] < b["mpi_us"]:
                     b["mpi_us"], b["mpi_busbw_gbps"] = r["mpi_us"], r["mpi_busbw_gbps"]
     return rows
+
+
+def paired_range(row):
+    """The lowest and highest of a size's paired speed-ups, as "0.78–0.92×"."""
+    lo, hi = min(row["paired"]), max(row["paired"])
+    return f"{lo:.2f}–{hi:.2f}×"
 
 
 def ranks_of(paths):
@@ -73,8 +84,12 @@ def print_beside(left_paths, right_paths):
 
 def print_private_and_shared(private_paths, shared_paths):
     private, shared = best(private_paths), best(shared_paths)
+    rounds = any(r["paired"] for r in private.values())
     head = "| op | size | collie µs | OpenMPI µs | speed-up | collie busbw GB/s | OpenMPI busbw GB/s |"
     rule = "|---|---|---|---|---|---|---|"
+    if rounds:
+        head += " speed-up by round |"
+        rule += "---|"
     if shared:
         head += " shared µs | shared speed-up |"
         rule += "---|---|"
@@ -84,6 +99,8 @@ def print_private_and_shared(private_paths, shared_paths):
         mpi = min(r["mpi_us"], shared[key]["mpi_us"]) if key in shared else r["mpi_us"]
         row = (f"| {r['op']} | {size_name(r['bytes'])} | {r['collie_us']:.2f} | {mpi:.2f} | "
                f"{mpi / r['collie_us']:.2f}× | {r['collie_busbw_gbps']:.2f} | {r['mpi_busbw_gbps']:.2f} |")
+        if rounds:
+            row += f" {paired_range(r)} |" if r["paired"] else " |"
         if shared:
             s = shared.get(key)
             row += f" {s['collie_us']:.2f} | {mpi / s['collie_us']:.2f}× |" if s else " | |"

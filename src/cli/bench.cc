@@ -34,7 +34,7 @@ using bench::BenchConfig;
 struct Options {
   BenchConfig config;
   int ranks = 2;
-  int rounds = 1;  // sweeps per side and op; the best of them is reported
+  int rounds = 1;  // sweeps per side and op; the best of them is reported, and each one's speed-up
   bool compare_mpi = false;
   std::string json, csv, plot;
 };
@@ -165,9 +165,29 @@ std::string json_string_body(const std::string& text) {
   return out;
 }
 
+// "0.78-0.92": the lowest and highest of a size's per-round speed-ups; "n/a"
+// without any.
+std::string speedup_range(const std::vector<double>& speedups) {
+  if (speedups.empty()) return "n/a";
+  const auto [lo, hi] = std::minmax_element(speedups.begin(), speedups.end());
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f-%.2f", *lo, *hi);
+  return buf;
+}
+
+// A JSON array of numbers.
+std::string json_array(const std::vector<double>& values) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  out << "]";
+  return out.str();
+}
+
 void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
-                   const std::map<std::pair<std::string, size_t>, Row>& mpi, double memcpy_bw,
-                   double handoff_bw, const std::string& cpu, const std::string& huge_pages) {
+                   const std::map<std::pair<std::string, size_t>, Row>& mpi, const RoundLog& rounds,
+                   double memcpy_bw, double handoff_bw, const std::string& cpu,
+                   const std::string& huge_pages) {
   auto busbw = [&](const Row& r) {
     return r.median_us > 0 ? r.bytes / (r.median_us * 1e3) * bench::busbw_factor(r.op, o.ranks)
                            : 0.0;
@@ -178,7 +198,7 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
   if (!o.csv.empty()) {
     std::ofstream f(o.csv);
     f << "op,bytes,ranks,dtype,timing,collie_us,collie_min_us,collie_max_us,collie_busbw_gbps,"
-         "check,mpi_us,mpi_busbw_gbps,speedup\n";
+         "check,mpi_us,mpi_busbw_gbps,speedup,speedup_round_min,speedup_round_max\n";
     for (const Row& r : collie_rows) {
       auto it = mpi.find({r.op, r.bytes});
       f << r.op << "," << r.bytes << "," << o.ranks << "," << o.config.dtype << "," << timing << ","
@@ -188,6 +208,13 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
           << it->second.median_us / r.median_us;
       } else {
         f << ",,,";
+      }
+      const std::vector<double> paired = paired_speedups(rounds.of(r.op, r.bytes));
+      if (!paired.empty()) {
+        f << "," << *std::min_element(paired.begin(), paired.end()) << ","
+          << *std::max_element(paired.begin(), paired.end());
+      } else {
+        f << ",,";
       }
       f << "\n";
     }
@@ -211,6 +238,12 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
         f << ", \"mpi_us\": " << it->second.median_us
           << ", \"mpi_busbw_gbps\": " << busbw(it->second)
           << ", \"speedup\": " << it->second.median_us / r.median_us;
+      }
+      if (o.compare_mpi) {  // every round of each side, and the speed-ups they pair into
+        const RoundMedians& m = rounds.of(r.op, r.bytes);
+        f << ", \"collie_us_rounds\": " << json_array(m.collie_us)
+          << ", \"mpi_us_rounds\": " << json_array(m.mpi_us)
+          << ", \"speedup_rounds\": " << json_array(paired_speedups(m));
       }
       f << "}" << (i + 1 < collie_rows.size() ? "," : "") << "\n";
     }
@@ -296,7 +329,9 @@ std::string bench_usage() {
          "--rounds N runs each op's sweep N times on each side (alternating with OpenMPI's)\n"
          "and reports, per size and side, the round with the lowest median: on a shared\n"
          "machine whose speed changes from minute to minute, both sides then get a chance\n"
-         "at its quiet moments.\n"
+         "at its quiet moments. With --compare mpi it also prints the range of the rounds'\n"
+         "own speed-ups (rounds_x: each round's OpenMPI time over the same round's collie\n"
+         "time, both taken seconds apart), which shows how far a ratio moves with the machine.\n"
          "--cold rotates inputs through more memory than the caches hold.\n"
          "--dirty has each rank write its input again before every call (untimed), as a\n"
          "training step just produced it: then it is in its writer's cache, not clean\n"
@@ -353,11 +388,14 @@ int bench_main(const std::vector<std::string>& args) {
       cpu.c_str(), huge_pages.c_str(), copy_path.c_str());
   std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
               "algbw", "busbw", "check");
+  const bool show_rounds = o.compare_mpi && o.rounds > 1;
   if (o.compare_mpi) std::printf(" %11s %9s %8s", "mpi_us", "mpi_busbw", "speedup");
+  if (show_rounds) std::printf(" %11s", "rounds_x");
   std::printf("\n");
   bool failed = false;
   std::vector<Row> collie_rows;
   std::map<std::pair<std::string, size_t>, Row> mpi;
+  RoundLog rounds;
   for (const std::string& op : o.config.ops) {
     BenchConfig one = o.config;
     one.ops = {op};
@@ -366,19 +404,20 @@ int bench_main(const std::vector<std::string>& args) {
     bool worker_failed = false;
     std::vector<Row> rows, mpi_rows;
     for (int round = 0; round < o.rounds; ++round) {
-      for (const Row& r :
-           run_worker(shell_quote(dir + "/collie") + " run -n " + std::to_string(o.ranks) + " -- " +
-                          shell_quote(dir + "/collie_bench_worker") + worker_args,
-                      o.config.span, &worker_failed)) {
-        keep_best(rows, r);
-      }
+      const std::vector<Row> round_rows =
+          run_worker(shell_quote(dir + "/collie") + " run -n " + std::to_string(o.ranks) + " -- " +
+                         shell_quote(dir + "/collie_bench_worker") + worker_args,
+                     o.config.span, &worker_failed);
+      for (const Row& r : round_rows) keep_best(rows, r);
       if (o.compare_mpi) {
         std::string mpirun = "mpirun --oversubscribe " +
                              std::string(geteuid() == 0 ? "--allow-run-as-root " : "") + "-np " +
                              std::to_string(o.ranks) + " " +
                              shell_quote(dir + "/collie_bench_mpi") + worker_args;
         bool mpi_failed = false;
-        for (const Row& r : run_worker(mpirun, o.config.span, &mpi_failed)) keep_best(mpi_rows, r);
+        const std::vector<Row> round_mpi = run_worker(mpirun, o.config.span, &mpi_failed);
+        for (const Row& r : round_mpi) keep_best(mpi_rows, r);
+        rounds.add(op, round_rows, round_mpi);
         if (mpi_failed)
           std::fprintf(stderr, "collie bench: the MPI run of %s failed\n", op.c_str());
       }
@@ -408,13 +447,16 @@ int bench_main(const std::vector<std::string>& args) {
           std::printf(" %11s %9s %8s", "n/a", "n/a", "n/a");
         }
       }
+      if (show_rounds) {
+        std::printf(" %11s", speedup_range(paired_speedups(rounds.of(r.op, r.bytes))).c_str());
+      }
       std::printf("\n");
       std::fflush(stdout);
       if (r.check == "FAIL") failed = true;
       collie_rows.push_back(r);
     }
   }
-  write_outputs(o, collie_rows, mpi, memcpy_bw, handoff_bw, cpu, huge_pages);
+  write_outputs(o, collie_rows, mpi, rounds, memcpy_bw, handoff_bw, cpu, huge_pages);
   if (failed) std::fprintf(stderr, "collie bench: a run failed or a result was wrong\n");
   return failed ? 1 : 0;
 }
