@@ -11,7 +11,9 @@ both per size, with the ratio:
 
 Each rank runs warm-up calls, then `--iters` calls each after a barrier, and
 keeps the median; the table shows the median over ranks, best of `--rounds`
-alternating rounds per side (the machine's speed drifts). Inputs hold rank+1, and
+alternating rounds per side (the machine's speed drifts), and with several
+rounds the range of the rounds' own speed-ups (rounds_x: each round's mpi4py
+time over the same round's collie time, as `collie bench --rounds` pairs them). Inputs hold rank+1, and
 every rank checks its last result against the closed form: a wrong result fails
 the run. The calls are what each library's users write:
 
@@ -221,6 +223,14 @@ def run_side(lib, args):
     return results
 
 
+def round_speedups(rounds, key):
+    """The lowest and highest of the rounds' own speed-ups for `key`, "0.86-0.94",
+    from the rounds where both sides timed it; "-" if none did."""
+    ratios = [r["mpi4py"][key] / r["collie"][key] for r in rounds
+              if r["collie"].get(key) and r["mpi4py"].get(key)]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=2, help="ranks (default 2)")
@@ -250,16 +260,22 @@ def main():
             sides.append("mpi4py")
         else:
             print("# mpi4py is not installed (apt-get install python3-mpi4py): collie's side only")
-    best = {side: {} for side in sides}
+    rounds = []  # each round: {side: {(op, bytes): us}}
     for _ in range(args.rounds):
+        rounds.append({side: run_side(side, args) for side in sides})
+    best = {side: {} for side in sides}
+    for r in rounds:
         for side in sides:
-            for key, us in run_side(side, args).items():
+            for key, us in r[side].items():
                 best[side][key] = min(us, best[side].get(key, us))
+    paired = args.rounds > 1 and "mpi4py" in sides
     print(f"# python_bench: {args.n} ranks, float32, Python {sys.version.split()[0]}, "
           f"median of calls after a barrier, best of {args.rounds} rounds; results checked")
     header = f"{'op':<16}{'size':>8}{'collie_us':>12}"
     if "mpi4py" in sides:
         header += f"{'mpi4py_us':>12}{'speedup':>10}"
+    if paired:
+        header += f"{'rounds_x':>12}"
     print(header)
     for op, nbytes in sorted(best["collie"], key=lambda k: (OPS.index(k[0]), k[1])):
         us = best["collie"][(op, nbytes)]
@@ -267,6 +283,8 @@ def main():
         if "mpi4py" in sides:
             theirs = best["mpi4py"].get((op, nbytes))
             row += f"{theirs:>12.2f}{theirs / us:>9.2f}x" if theirs else f"{'-':>12}{'-':>10}"
+        if paired:
+            row += f"{round_speedups(rounds, (op, nbytes)):>12}"
         print(row)
     return 0
 
