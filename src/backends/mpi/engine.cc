@@ -338,9 +338,9 @@ void MpiEngine::accept(Item& item, Clock::time_point now) {
     case Item::Kind::Collective: {
       MpiGroup& g = *item.group;
       if (!g.failure.empty()) {
-        finish(*item.task, std::make_exception_ptr(
-                               CommError(item.task->describe() + ": group '" + g.name +
-                                         "' is unusable after an earlier failure: " + g.failure)));
+        finish(*item.task, std::make_exception_ptr(CommError(
+                               item.task->describe() +
+                               ": the group is unusable after an earlier failure: " + g.failure)));
         g.finished_one();
         return;
       }
@@ -488,8 +488,8 @@ void MpiEngine::fail_group(MpiGroup& g, std::exception_ptr error) {
       finish(*t, error);
     } else {
       finish(*t, std::make_exception_ptr(
-                     CommError(t->describe() + ": group '" + g.name +
-                               "' is unusable after an earlier failure: " + g.failure)));
+                     CommError(t->describe() +
+                               ": the group is unusable after an earlier failure: " + g.failure)));
     }
     first = false;
     g.finished_one();

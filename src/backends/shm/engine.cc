@@ -454,9 +454,9 @@ void ShmEngine::fail_group(ShmGroup& group, std::exception_ptr error) {
       finish(*op, error);
       first = false;
     } else {
-      finish(*op, std::make_exception_ptr(
-                      CommError(op->work()->info().describe() + ": group '" + group.name() +
-                                "' is unusable after an earlier failure: " + group.failure)));
+      finish(*op, std::make_exception_ptr(CommError(
+                      op->work()->info().describe() +
+                      ": the group is unusable after an earlier failure: " + group.failure)));
     }
   }
 }
@@ -466,9 +466,9 @@ bool ShmEngine::advance_group(ShmGroup& group) {
   while (!group.queue.empty()) {
     OpState& op = *group.queue.front();
     if (!group.failure.empty()) {
-      fail_group(group, std::make_exception_ptr(
-                            CommError(op.work()->info().describe() + ": group '" + group.name() +
-                                      "' is unusable after an earlier failure: " + group.failure)));
+      fail_group(group, std::make_exception_ptr(CommError(
+                            op.work()->info().describe() +
+                            ": the group is unusable after an earlier failure: " + group.failure)));
       return true;
     }
     Progress p;

@@ -280,6 +280,15 @@ TEST(Fault, MismatchedOperationsGiveCommError) {
       }
     }, "all_reduce vs broadcast");
     RCHECK(contains(msg, "all_reduce") && contains(msg, "broadcast")) << "message does not name both calls: " << msg;
+    // The group is unusable after it: the next call fails at once, naming the
+    // group as the user knows it (not the engine's internal name) and the
+    // first failure.
+    std::string later =
+        message_of<collie::CommError>([] { barrier(); }, "barrier after the mismatch");
+    RCHECK(contains(later, "barrier on group '" + std::string(WORLD) + "' seq 2")) << later;
+    RCHECK(contains(later, ": the group is unusable after an earlier failure: ")) << later;
+    RCHECK(contains(later, "called different operations")) << later;
+    RCHECK(!contains(later, "group 'world'")) << later;
   }, with_timeout(10));
 }
 
