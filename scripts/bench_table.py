@@ -12,9 +12,10 @@ give collie's time on tensors from empty_shared() and its speed-up over the best
 OpenMPI time of all runs. Where the runs kept each round's times (`collie bench
 --compare mpi` since the fifty-third session), a column gives the range of the
 rounds' own speed-ups over all the runs: each is one round's OpenMPI time over
-the same round's collie time, the two taken seconds apart. With --beside (the same sweep with another rank count
-or timing, e.g. 2 and 4 ranks with --loop), the two sweeps' times and speed-ups
-stand side by side, each headed by its rank count.
+the same round's collie time, the two taken seconds apart. With --beside (the
+same sweep with another rank count or timing, e.g. 2 and 4 ranks with --loop),
+the two sweeps' times and speed-ups stand side by side, each headed by its rank
+count.
 """
 import json
 import sys

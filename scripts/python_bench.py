@@ -13,9 +13,9 @@ Each rank runs warm-up calls, then `--iters` calls each after a barrier, and
 keeps the median; the table shows the median over ranks, best of `--rounds`
 alternating rounds per side (the machine's speed drifts), and with several
 rounds the range of the rounds' own speed-ups (rounds_x: each round's mpi4py
-time over the same round's collie time, as `collie bench --rounds` pairs them). Inputs hold rank+1, and
-every rank checks its last result against the closed form: a wrong result fails
-the run. The calls are what each library's users write:
+time over the same round's collie time, as `collie bench --rounds` pairs them).
+Inputs hold rank+1, and every rank checks its last result against the closed
+form: a wrong result fails the run. The calls are what each library's users write:
 
     op              collie (MindSpore's API)            mpi4py
     all_reduce      comm_func.all_reduce(x)             Allreduce(x, out)

@@ -34,7 +34,7 @@ using bench::BenchConfig;
 struct Options {
   BenchConfig config;
   int ranks = 2;
-  int rounds = 1;  // sweeps per side and op; the best of them is reported, and each one's speed-up
+  int rounds = 1;  // sweeps per side and op: the best of each side, and each round's speed-up
   bool compare_mpi = false;
   std::string json, csv, plot;
 };
@@ -211,8 +211,8 @@ void write_outputs(const Options& o, const std::vector<Row>& collie_rows,
       }
       const std::vector<double> paired = paired_speedups(rounds.of(r.op, r.bytes));
       if (!paired.empty()) {
-        f << "," << *std::min_element(paired.begin(), paired.end()) << ","
-          << *std::max_element(paired.begin(), paired.end());
+        const auto [lo, hi] = std::minmax_element(paired.begin(), paired.end());
+        f << "," << *lo << "," << *hi;
       } else {
         f << ",,";
       }
