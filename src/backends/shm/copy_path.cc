@@ -1,45 +1,12 @@
 #include "backends/shm/copy_path.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "collie/errors.h"
 
 namespace collie::detail {
-
-// The CPUID vendor string (leaf 0: EBX, EDX, ECX), "" off x86.
-std::string cpu_vendor() {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return "";
-  char vendor[13] = {};
-  std::memcpy(vendor, &ebx, 4);
-  std::memcpy(vendor + 4, &edx, 4);
-  std::memcpy(vendor + 8, &ecx, 4);
-  return vendor;
-#else
-  return "";
-#endif
-}
-
-// The CPU's family from CPUID leaf 1 (the base family, plus the extended family
-// where the base is 0xF), 0 off x86.
-unsigned cpu_family() {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
-  const unsigned base = (eax >> 8) & 0xF;
-  return base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
-#else
-  return 0;
-#endif
-}
 
 namespace {
 

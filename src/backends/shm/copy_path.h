@@ -37,6 +37,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/cpu_id.h"  // cpu_vendor, cpu_family: what the preference is chosen by
+
 namespace collie::detail {
 
 // In order of caution: a group whose members differ takes the lowest.
@@ -64,13 +66,6 @@ const char* copy_path_name(CopyPath path);
 // A group may still stage: its most cautious member decides, and a group
 // without CMA stages. ValueError as copy_path_preference().
 std::string describe_copy_path_preference();
-
-// The CPUID vendor string ("GenuineIntel", "AuthenticAMD", ...), "" off x86.
-std::string cpu_vendor();
-
-// The CPU's family as the vendors number it (base plus extended family: Zen 4
-// is 0x19, Zen 5 0x1A), 0 off x86.
-unsigned cpu_family();
 
 // The preference of a CPU whose CPUID vendor string is `vendor`
 // ("GenuineIntel", "AuthenticAMD", ...; "" when unknown) and whose family
