@@ -10,7 +10,7 @@
 #include "cli/machine_probe.h"
 #include "collie/runtime.h"
 #include "core/block_cache.h"
-#include "core/reduce_kernels_avx2.h"
+#include "core/reduce_kernels.h"
 #include "runtime/env.h"
 
 namespace collie::cli {
@@ -49,10 +49,14 @@ int info_main(const std::vector<std::string>& args) {
       "default backend: shm on one machine; mpi when started by mpirun or srun --mpi "
       "(docs/backends.md)\n");
   // What makes large and 16-bit calls fast here (docs/performance.md).
-  std::printf("vector reductions (float16, bfloat16, float32, float64, int32, int64): %s\n",
-              detail::avx2_kernels_available()
-                  ? "AVX2/F16C"
-                  : "portable (this CPU has no AVX2 and F16C, or is not x86-64)");
+  try {
+    std::printf("vector reductions (float16, bfloat16, float32, float64, int32, int64): %s\n",
+                detail::describe_reduce_kernels().c_str());
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "collie info: error: %s\n", e.what());
+    rc = 1;
+  }
   std::printf("transparent huge pages: kernel mode %s; tensors of 2 MiB or more %s\n",
               huge_page_mode().c_str(),
               detail::large_blocks_ask_for_huge_pages() ? "ask for them"

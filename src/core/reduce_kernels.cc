@@ -10,13 +10,18 @@
 #include "core/reduce_kernels.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "collie/errors.h"
+#include "core/cpu_id.h"
 #include "core/float16.h"
 #include "core/reduce_kernels_avx2.h"
+#include "core/reduce_kernels_avx512.h"
 
 // Asserts that a loop has no loop-carried dependence. True for the loops that
 // write dst: dst may be one of the sources, but then element i is read before it
@@ -248,13 +253,27 @@ void reduce_arithmetic(void* dst, const void* const* srcs, int nsrc, size_t coun
   throw_bad_op(op);
 }
 
-// The AVX2 kernels' whole vectors, then the rest portably.
-[[gnu::noinline]] void reduce_n_vectorised(void* dst, const void* const* srcs, int nsrc,
-                                           size_t count, DType dtype, ReduceOp op) {
-  if (!avx2_kernels_available()) return reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
-  const bool half_width = dtype == DType::Float16 || dtype == DType::BFloat16;
-  const size_t done = half_width ? reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op)
-                                 : reduce_wide_avx2(dst, srcs, nsrc, count, dtype, op);
+bool half_width(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
+
+// The chosen set's whole vectors (AVX-512: every element), then the rest
+// portably.
+[[gnu::noinline]] void reduce_n_vectorised(ReduceKernels kernels, void* dst,
+                                           const void* const* srcs, int nsrc, size_t count,
+                                           DType dtype, ReduceOp op) {
+  const bool half = half_width(dtype);
+  size_t done = 0;
+  switch (kernels) {
+    case ReduceKernels::kAvx512:
+      done = half ? reduce_16bit_floats_avx512(dst, srcs, nsrc, count, dtype, op)
+                  : reduce_wide_avx512(dst, srcs, nsrc, count, dtype, op);
+      break;
+    case ReduceKernels::kAvx2:
+      done = half ? reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op)
+                  : reduce_wide_avx2(dst, srcs, nsrc, count, dtype, op);
+      break;
+    case ReduceKernels::kPortable:
+      break;
+  }
   if (done == count) return;
   if (done == 0) return reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
   const size_t offset = done * element_size(dtype);
@@ -270,19 +289,115 @@ void reduce_arithmetic(void* dst, const void* const* srcs, int nsrc, size_t coun
   reduce_n_portable(static_cast<uint8_t*>(dst) + offset, rest, nsrc, count - done, dtype, op);
 }
 
+bool vector_dtype(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Int32 ||
+         dtype == DType::Int64 || dtype == DType::Float16 || dtype == DType::BFloat16;
+}
+
+// The sets reduce_n runs: for float16 and bfloat16, and for the others.
+struct KernelChoice {
+  ReduceKernels sixteen_bit;
+  ReduceKernels others;
+  bool from_environment;
+};
+
+// AVX-512 only for the 16-bit formats, where the arithmetic is what it speeds
+// up; the 32- and 64-bit types measured even or slower with it
+// (reduce_kernels_avx512.h).
+KernelChoice fastest_for_this_cpu() {
+  const ReduceKernels avx2_or_portable =
+      avx2_kernels_available() ? ReduceKernels::kAvx2 : ReduceKernels::kPortable;
+  const bool avx512 =
+      avx512_kernels_available() && avx512_kernels_preferred_for_cpu(cpu_vendor(), cpu_family());
+  return {avx512 ? ReduceKernels::kAvx512 : avx2_or_portable, avx2_or_portable, false};
+}
+
+KernelChoice read_choice() {
+  const char* v = std::getenv("COLLIE_REDUCE_KERNELS");
+  const std::string_view choice = v != nullptr ? v : "";
+  if (choice.empty() || choice == "auto") return fastest_for_this_cpu();
+  for (ReduceKernels k : {ReduceKernels::kPortable, ReduceKernels::kAvx2, ReduceKernels::kAvx512}) {
+    if (choice != reduce_kernels_name(k)) continue;
+    if (!reduce_kernels_available(k)) {
+      throw ValueError("environment variable COLLIE_REDUCE_KERNELS='" + std::string(choice) +
+                       "': this CPU cannot run them");
+    }
+    return {k, k, true};
+  }
+  throw ValueError("environment variable COLLIE_REDUCE_KERNELS='" + std::string(choice) +
+                   "' is not auto, portable, avx2 or avx512");
+}
+
+const KernelChoice& kernel_choice() {
+  static const KernelChoice choice = read_choice();
+  return choice;
+}
+
 }  // namespace
 
 void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
               ReduceOp op) {
   if (nsrc < 1) throw_no_sources(nsrc);
-  // Floats and 32/64-bit integers beyond a few elements: whole vectors in AVX2
-  // where the CPU has it (reduce_kernels_avx2.h), the rest portably.
-  const bool vector_dtype = dtype == DType::Float32 || dtype == DType::Float64 ||
-                            dtype == DType::Int32 || dtype == DType::Int64 ||
-                            dtype == DType::Float16 || dtype == DType::BFloat16;
-  if (vector_dtype && count > kFewElements)
-    return reduce_n_vectorised(dst, srcs, nsrc, count, dtype, op);
+  // Floats and 32/64-bit integers beyond a few elements: the vector kernels
+  // this process chose (reduce_kernels_avx2.h, reduce_kernels_avx512.h).
+  if (vector_dtype(dtype) && count > kFewElements)
+    return reduce_n_vectorised(reduce_kernels_in_use(dtype), dst, srcs, nsrc, count, dtype, op);
   reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
+}
+
+void reduce_n_with(ReduceKernels kernels, void* dst, const void* const* srcs, int nsrc,
+                   size_t count, DType dtype, ReduceOp op) {
+  if (nsrc < 1) throw_no_sources(nsrc);
+  if (!reduce_kernels_available(kernels)) {
+    throw ValueError(std::string("reduce_n_with: this CPU cannot run the ") +
+                     reduce_kernels_name(kernels) + " kernels");
+  }
+  if (vector_dtype(dtype)) return reduce_n_vectorised(kernels, dst, srcs, nsrc, count, dtype, op);
+  reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
+}
+
+ReduceKernels reduce_kernels_in_use(DType dtype) {
+  const KernelChoice& choice = kernel_choice();
+  return half_width(dtype) ? choice.sixteen_bit : choice.others;
+}
+
+bool reduce_kernels_available(ReduceKernels kernels) {
+  switch (kernels) {
+    case ReduceKernels::kPortable:
+      return true;
+    case ReduceKernels::kAvx2:
+      return avx2_kernels_available();
+    case ReduceKernels::kAvx512:
+      return avx512_kernels_available();
+  }
+  return false;
+}
+
+std::string describe_reduce_kernels() {
+  const KernelChoice& choice = kernel_choice();
+  std::string sets = reduce_kernels_name(choice.others);
+  if (choice.sixteen_bit != choice.others) {
+    sets = std::string(reduce_kernels_name(choice.sixteen_bit)) + " for float16 and bfloat16, " +
+           sets + " for the others";
+  }
+  if (choice.from_environment) return sets + " (COLLIE_REDUCE_KERNELS)";
+  if (choice.others == ReduceKernels::kPortable)
+    return sets + " (this CPU has no AVX2 and F16C, or is not x86-64)";
+  char family[16];
+  std::snprintf(family, sizeof family, "0x%x", cpu_family());
+  return sets + " (" + cpu_vendor() + " family " + family + ")";
+}
+
+const char* reduce_kernels_name(ReduceKernels kernels) {
+  switch (kernels) {
+    case ReduceKernels::kPortable:
+      return "portable";
+    case ReduceKernels::kAvx2:
+      return "avx2";
+    case ReduceKernels::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
 }
 
 void reduce_n_portable(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "collie/comm.h"
 #include "collie/dtype.h"
@@ -22,9 +23,41 @@ namespace collie::detail {
 // dst may alias any source. nsrc >= 1. count elements of `dtype`.
 void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op);
 
-// reduce_n without the CPU-specific kernels (reduce_kernels_avx2.h), whose
-// results must be these, bit for bit: what tests compare them with.
+// reduce_n without the CPU-specific kernels (reduce_kernels_avx2.h,
+// reduce_kernels_avx512.h), whose results must be these, bit for bit: what
+// tests compare them with.
 void reduce_n_portable(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
                        ReduceOp op);
+
+// The kernel sets reduce_n can run for float16, bfloat16, float32, float64,
+// int32 and int64, slowest first. Each gives the portable results bit for bit
+// (but for which NaN's payload a sum or product of two NaNs keeps).
+enum class ReduceKernels { kPortable, kAvx2, kAvx512 };
+
+// The set reduce_n runs for `dtype`, chosen once per process: the one
+// COLLIE_REDUCE_KERNELS names (portable, avx2 or avx512) for every dtype where
+// it is set and not `auto`; else the fastest measured on this CPU for that
+// dtype: AVX-512 for float16 and bfloat16 where the CPU prefers it
+// (reduce_kernels_avx512.h), AVX2 for the 32- and 64-bit types and elsewhere
+// (where the CPU has it and F16C), else the portable ones. ValueError for
+// another value or a set this CPU cannot run (init() asks, so a job learns it
+// at once).
+ReduceKernels reduce_kernels_in_use(DType dtype);
+
+// Whether this CPU runs `kernels` (the portable ones run everywhere).
+bool reduce_kernels_available(ReduceKernels kernels);
+
+// "portable", "avx2" or "avx512": COLLIE_REDUCE_KERNELS's values.
+const char* reduce_kernels_name(ReduceKernels kernels);
+
+// The sets in use and what chose them, for people (`collie info`): "avx512
+// for float16 and bfloat16, avx2 for the others (AuthenticAMD family 0x1a)",
+// "portable (COLLIE_REDUCE_KERNELS)". ValueError as reduce_kernels_in_use().
+std::string describe_reduce_kernels();
+
+// reduce_n with the given set, which this CPU must run (tests compare every set
+// it has with the portable kernels; benchmarks compare them with each other).
+void reduce_n_with(ReduceKernels kernels, void* dst, const void* const* srcs, int nsrc,
+                   size_t count, DType dtype, ReduceOp op);
 
 }  // namespace collie::detail

@@ -3,7 +3,8 @@
 #include "core/reduce_kernels_avx2.h"
 
 #include <cstdint>
-#include <vector>
+
+#include "core/reduce_kernel_support.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COLLIE_HAVE_AVX2_KERNELS 1
@@ -139,12 +140,6 @@ COLLIE_AVX2 size_t reduce_bfloat16(uint16_t* dst, const uint16_t* const* srcs, s
   return i;
 }
 
-template <ReduceOp Op>
-size_t reduce_op(uint16_t* dst, const uint16_t* const* srcs, size_t nsrc, size_t count, bool half) {
-  return half ? reduce_half<Op>(dst, srcs, nsrc, count)
-              : reduce_bfloat16<Op>(dst, srcs, nsrc, count);
-}
-
 // float64's apply8: acc op x on four doubles.
 template <ReduceOp Op>
 COLLIE_AVX2_INLINE __m256d apply4(__m256d acc, __m256d x) {
@@ -264,40 +259,13 @@ COLLIE_AVX2 size_t reduce_wide(typename V::Elem* dst, const typename V::Elem* co
 }
 
 template <typename V>
-size_t reduce_wide_op(typename V::Elem* dst, const typename V::Elem* const* srcs, size_t nsrc,
-                      size_t count, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::SUM:
-      return reduce_wide<V, ReduceOp::SUM>(dst, srcs, nsrc, count);
-    case ReduceOp::PROD:
-      return reduce_wide<V, ReduceOp::PROD>(dst, srcs, nsrc, count);
-    case ReduceOp::MIN:
-      return reduce_wide<V, ReduceOp::MIN>(dst, srcs, nsrc, count);
-    case ReduceOp::MAX:
-      return reduce_wide<V, ReduceOp::MAX>(dst, srcs, nsrc, count);
-  }
-  return 0;  // an invalid op: the portable kernels report it
+size_t reduce_wide_op(typename V::Elem* dst, const void* const* srcs, size_t nsrc, size_t count,
+                      ReduceOp op) {
+  const TypedSources<typename V::Elem> typed(srcs, nsrc);
+  return for_reduce_op(op, [&](auto o) {
+    return reduce_wide<V, decltype(o)::value>(dst, typed.get(), nsrc, count);
+  });
 }
-
-// The sources as `T` pointers, on the stack for the usual group sizes.
-template <typename T>
-class TypedSources {
- public:
-  TypedSources(const void* const* srcs, size_t n) {
-    if (n > kInline) {
-      heap_.resize(n);
-      typed_ = heap_.data();
-    }
-    for (size_t k = 0; k < n; ++k) typed_[k] = static_cast<const T*>(srcs[k]);
-  }
-  const T* const* get() const { return typed_; }
-
- private:
-  static constexpr size_t kInline = 16;
-  const T* inline_[kInline];
-  std::vector<const T*> heap_;
-  const T** typed_ = inline_;
-};
 
 }  // namespace
 
@@ -325,20 +293,13 @@ size_t reduce_16bit_floats_avx2(void* dst, const void* const* srcs, int nsrc, si
   auto* out = static_cast<uint16_t*>(dst);
   // The 16-bit elements are read as raw bits.
   const size_t n = static_cast<size_t>(nsrc);
-  const TypedSources<uint16_t> sources(srcs, n);
-  const uint16_t* const* typed = sources.get();
+  const TypedSources<uint16_t> typed(srcs, n);
   const bool half = dtype == DType::Float16;
-  switch (op) {
-    case ReduceOp::SUM:
-      return reduce_op<ReduceOp::SUM>(out, typed, n, count, half);
-    case ReduceOp::PROD:
-      return reduce_op<ReduceOp::PROD>(out, typed, n, count, half);
-    case ReduceOp::MIN:
-      return reduce_op<ReduceOp::MIN>(out, typed, n, count, half);
-    case ReduceOp::MAX:
-      return reduce_op<ReduceOp::MAX>(out, typed, n, count, half);
-  }
-  return 0;  // an invalid op: the portable kernels report it
+  return for_reduce_op(op, [&](auto o) {
+    constexpr ReduceOp kOp = decltype(o)::value;
+    return half ? reduce_half<kOp>(out, typed.get(), n, count)
+                : reduce_bfloat16<kOp>(out, typed.get(), n, count);
+  });
 }
 
 size_t reduce_wide_avx2(void* dst, const void* const* srcs, int nsrc, size_t count, DType dtype,
@@ -347,17 +308,13 @@ size_t reduce_wide_avx2(void* dst, const void* const* srcs, int nsrc, size_t cou
   const size_t n = static_cast<size_t>(nsrc);
   switch (dtype) {
     case DType::Float32:
-      return reduce_wide_op<Float32x8>(static_cast<float*>(dst), TypedSources<float>(srcs, n).get(),
-                                       n, count, op);
+      return reduce_wide_op<Float32x8>(static_cast<float*>(dst), srcs, n, count, op);
     case DType::Float64:
-      return reduce_wide_op<Float64x4>(static_cast<double*>(dst),
-                                       TypedSources<double>(srcs, n).get(), n, count, op);
+      return reduce_wide_op<Float64x4>(static_cast<double*>(dst), srcs, n, count, op);
     case DType::Int32:
-      return reduce_wide_op<Int32x8>(static_cast<int32_t*>(dst),
-                                     TypedSources<int32_t>(srcs, n).get(), n, count, op);
+      return reduce_wide_op<Int32x8>(static_cast<int32_t*>(dst), srcs, n, count, op);
     case DType::Int64:
-      return reduce_wide_op<Int64x4>(static_cast<int64_t*>(dst),
-                                     TypedSources<int64_t>(srcs, n).get(), n, count, op);
+      return reduce_wide_op<Int64x4>(static_cast<int64_t*>(dst), srcs, n, count, op);
     default:
       return 0;
   }

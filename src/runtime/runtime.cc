@@ -9,6 +9,7 @@
 
 #include "backends/transport.h"
 #include "collie/errors.h"
+#include "core/reduce_kernels.h"
 #include "runtime/op_info.h"
 #include "runtime/runtime_state.h"
 
@@ -136,6 +137,8 @@ void init(std::string_view backend_name) {
   RuntimeState& s = runtime_state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.initialized) return;
+  // A bad COLLIE_REDUCE_KERNELS fails here, not in a reduction.
+  detail::reduce_kernels_in_use(DType::Float32);
   detail::LaunchEnv env = detail::read_launch_env();
   if (env.source.rfind("none", 0) == 0) {
     // A world of one: scope its segments by pid so independent programs never collide.

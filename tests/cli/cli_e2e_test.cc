@@ -604,7 +604,8 @@ TEST(CliEndToEnd, InfoWithoutLauncher) {
   EXPECT_TRUE(
       std::regex_search(f.out, std::regex("vector reductions \\(float16, bfloat16, float32, "
                                           "float64, int32, int64\\): "
-                                          "(AVX2/F16C|portable \\(.+\\))\n")))
+                                          "(avx512 for float16 and bfloat16, avx2 for the "
+                                          "others|avx2|portable) \\(.+\\)\n")))
       << f.out;
   EXPECT_TRUE(std::regex_search(
       f.out, std::regex("transparent huge pages: kernel mode [a-z]+; tensors of 2 MiB or more "
@@ -625,6 +626,18 @@ TEST(CliEndToEnd, InfoNamesTheCopyPathTheEnvironmentChose) {
   f = test::run_collie({"info"}, dir, {{"COLLIE_COPY_PATH", "twice"}});
   EXPECT_EQ(f.code, 1) << describe(f);
   EXPECT_TRUE(contains(f.err, "COLLIE_COPY_PATH='twice' is not auto, single, hybrid or staged"))
+      << describe(f);
+}
+
+TEST(CliEndToEnd, InfoNamesTheReductionKernelsTheEnvironmentChose) {
+  TempDir dir;
+  Finished f = test::run_collie({"info"}, dir, {{"COLLIE_REDUCE_KERNELS", "portable"}});
+  ASSERT_EQ(f.code, 0) << describe(f);
+  EXPECT_TRUE(contains(f.out, "int32, int64): portable (COLLIE_REDUCE_KERNELS)\n")) << f.out;
+  EXPECT_TRUE(contains(f.out, "\n  COLLIE_REDUCE_KERNELS=portable\n")) << f.out;
+  f = test::run_collie({"info"}, dir, {{"COLLIE_REDUCE_KERNELS", "sse9"}});
+  EXPECT_EQ(f.code, 1) << describe(f);
+  EXPECT_TRUE(contains(f.err, "COLLIE_REDUCE_KERNELS='sse9' is not auto, portable, avx2 or avx512"))
       << describe(f);
 }
 

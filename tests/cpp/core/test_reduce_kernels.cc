@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -14,13 +15,16 @@
 #include <vector>
 
 #include "collie/errors.h"
+#include "core/cpu_id.h"
 #include "core/reduce_kernels.h"
 #include "core/reduce_kernels_avx2.h"
+#include "core/reduce_kernels_avx512.h"
 
 namespace collie {
 namespace {
 
 using detail::reduce_n;
+using detail::ReduceKernels;
 
 // Bytes of `count` elements of `dtype` for source `k`: small values (exact in
 // every type) that differ per element and per source; bool bytes 0, 1 and 2.
@@ -252,10 +256,17 @@ TEST(ReduceSemantics, FloatSumOfInfinitiesAndNaN) {
       static_cast<float>(reduce_values<BFloat16>({BFloat16(NAN), BFloat16(1.f)}, ReduceOp::SUM))));
 }
 
-// The AVX2 kernels for float16 and bfloat16 (reduce_kernels_avx2.h) against the
-// portable ones, bit for bit. Only where the CPU runs them: elsewhere reduce_n
-// is the portable code and there is nothing to compare.
-bool avx2_kernels_here() { return detail::avx2_kernels_available(); }
+// The vector kernels (reduce_kernels_avx2.h, reduce_kernels_avx512.h) against
+// the portable ones, bit for bit: every set this CPU runs, whichever reduce_n
+// chose. Where it runs none, reduce_n is the portable code and there is
+// nothing to compare.
+std::vector<ReduceKernels> vector_kernels_here() {
+  std::vector<ReduceKernels> sets;
+  for (ReduceKernels k : {ReduceKernels::kAvx2, ReduceKernels::kAvx512}) {
+    if (detail::reduce_kernels_available(k)) sets.push_back(k);
+  }
+  return sets;
+}
 
 // Source k of `count` raw 16-bit values: random bit patterns (every class of
 // value: NaNs with payloads, infinities, subnormals, zeros of both signs)
@@ -301,47 +312,57 @@ bool meets_two_nans(DType dtype, ReduceOp op, const std::vector<const void*>& sr
   return false;
 }
 
-TEST(Avx2Kernels, EveryFloat16AndBFloat16ValueRoundTripsAsInThePortableKernels) {
-  if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2/F16C: nothing to compare";
+TEST(VectorKernels, EveryFloat16AndBFloat16ValueRoundTripsAsInThePortableKernels) {
+  const std::vector<ReduceKernels> sets = vector_kernels_here();
+  if (sets.empty()) GTEST_SKIP() << "this CPU has no AVX2/F16C: nothing to compare";
   std::vector<uint16_t> all(65536);
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
-  for (DType dtype : {DType::Float16, DType::BFloat16}) {
-    for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MIN}) {  // one source: a widen and a narrow
-      SCOPED_TRACE(param_name(dtype, op));
-      const void* src[1] = {all.data()};
-      std::vector<uint16_t> fast(all.size()), portable(all.size());
-      reduce_n(fast.data(), src, 1, all.size(), dtype, op);
-      detail::reduce_n_portable(portable.data(), src, 1, all.size(), dtype, op);
-      for (size_t i = 0; i < all.size(); ++i) {
-        ASSERT_EQ(fast[i], portable[i]) << "input bits 0x" << std::hex << i;
+  for (ReduceKernels kernels : sets) {
+    for (DType dtype : {DType::Float16, DType::BFloat16}) {
+      for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MIN}) {  // one source: a widen and a narrow
+        SCOPED_TRACE(std::string(detail::reduce_kernels_name(kernels)) + " " +
+                     param_name(dtype, op));
+        const void* src[1] = {all.data()};
+        std::vector<uint16_t> fast(all.size()), portable(all.size());
+        detail::reduce_n_with(kernels, fast.data(), src, 1, all.size(), dtype, op);
+        detail::reduce_n_portable(portable.data(), src, 1, all.size(), dtype, op);
+        for (size_t i = 0; i < all.size(); ++i) {
+          ASSERT_EQ(fast[i], portable[i]) << "input bits 0x" << std::hex << i;
+        }
       }
     }
   }
 }
 
-TEST(Avx2Kernels, ReduceRandomAndSpecialValuesAsThePortableKernels) {
-  if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2/F16C: nothing to compare";
-  // Not a multiple of 8 or 16 (the portable code takes the rest), and sources
-  // at odd element offsets (unaligned loads).
+TEST(VectorKernels, ReduceRandomAndSpecialValuesAsThePortableKernels) {
+  const std::vector<ReduceKernels> sets = vector_kernels_here();
+  if (sets.empty()) GTEST_SKIP() << "this CPU has no AVX2/F16C: nothing to compare";
+  // Not a multiple of 8, 16 or 32 (AVX2 leaves the rest to the portable code,
+  // AVX-512 masks its last vector), and sources at odd element offsets
+  // (unaligned loads).
   const size_t count = 20011;
-  for (DType dtype : {DType::Float16, DType::BFloat16}) {
-    for (ReduceOp op : {ReduceOp::SUM, ReduceOp::PROD, ReduceOp::MIN, ReduceOp::MAX}) {
-      for (int nsrc : {2, 3, 5, 17}) {
-        SCOPED_TRACE(param_name(dtype, op) + " nsrc=" + std::to_string(nsrc));
-        std::vector<std::vector<uint16_t>> srcs;
-        std::vector<const void*> ptrs;
-        for (int k = 0; k < nsrc; ++k) {
-          srcs.push_back(random_bits(dtype, count + 1, static_cast<uint32_t>(k + 7 * nsrc)));
-        }
-        for (int k = 0; k < nsrc; ++k) ptrs.push_back(srcs[static_cast<size_t>(k)].data() + k % 2);
-        std::vector<uint16_t> fast(count), portable(count);
-        reduce_n(fast.data(), ptrs.data(), nsrc, count, dtype, op);
-        detail::reduce_n_portable(portable.data(), ptrs.data(), nsrc, count, dtype, op);
-        for (size_t i = 0; i < count; ++i) {
-          if (fast[i] == portable[i]) continue;
-          ASSERT_TRUE(meets_two_nans(dtype, op, ptrs, i) && is_nan_bits(dtype, fast[i]) &&
-                      is_nan_bits(dtype, portable[i]))
-              << "element " << i << ": 0x" << std::hex << fast[i] << " against 0x" << portable[i];
+  for (ReduceKernels kernels : sets) {
+    for (DType dtype : {DType::Float16, DType::BFloat16}) {
+      for (ReduceOp op : {ReduceOp::SUM, ReduceOp::PROD, ReduceOp::MIN, ReduceOp::MAX}) {
+        for (int nsrc : {2, 3, 5, 17}) {
+          SCOPED_TRACE(std::string(detail::reduce_kernels_name(kernels)) + " " +
+                       param_name(dtype, op) + " nsrc=" + std::to_string(nsrc));
+          std::vector<std::vector<uint16_t>> srcs;
+          std::vector<const void*> ptrs;
+          for (int k = 0; k < nsrc; ++k) {
+            srcs.push_back(random_bits(dtype, count + 1, static_cast<uint32_t>(k + 7 * nsrc)));
+          }
+          for (int k = 0; k < nsrc; ++k)
+            ptrs.push_back(srcs[static_cast<size_t>(k)].data() + k % 2);
+          std::vector<uint16_t> fast(count), portable(count);
+          detail::reduce_n_with(kernels, fast.data(), ptrs.data(), nsrc, count, dtype, op);
+          detail::reduce_n_portable(portable.data(), ptrs.data(), nsrc, count, dtype, op);
+          for (size_t i = 0; i < count; ++i) {
+            if (fast[i] == portable[i]) continue;
+            ASSERT_TRUE(meets_two_nans(dtype, op, ptrs, i) && is_nan_bits(dtype, fast[i]) &&
+                        is_nan_bits(dtype, portable[i]))
+                << "element " << i << ": 0x" << std::hex << fast[i] << " against 0x" << portable[i];
+          }
         }
       }
     }
@@ -414,10 +435,12 @@ bool is_nan(T v) {
 }
 
 template <typename T>
-void expect_wide_as_portable(DType dtype) {
-  // Counts around the vector and two-vector steps and a long one, sources at odd
-  // element offsets (unaligned loads), dst also one of the sources.
-  for (size_t count : {size_t{17}, size_t{31}, size_t{33}, size_t{20011}}) {
+void expect_wide_as_portable(ReduceKernels kernels, DType dtype) {
+  SCOPED_TRACE(detail::reduce_kernels_name(kernels));
+  // Counts around the vector and two-vector steps (AVX2: 4 and 8 lanes,
+  // AVX-512: 8 and 16) and a long one, sources at odd element offsets
+  // (unaligned loads), dst also one of the sources.
+  for (size_t count : {size_t{7}, size_t{17}, size_t{31}, size_t{33}, size_t{20011}}) {
     for (ReduceOp op : {ReduceOp::SUM, ReduceOp::PROD, ReduceOp::MIN, ReduceOp::MAX}) {
       for (int nsrc : {1, 2, 3, 5, 17}) {
         SCOPED_TRACE(param_name(dtype, op) + " nsrc=" + std::to_string(nsrc) +
@@ -429,7 +452,7 @@ void expect_wide_as_portable(DType dtype) {
         }
         for (int k = 0; k < nsrc; ++k) ptrs.push_back(srcs[static_cast<size_t>(k)].data() + k % 2);
         std::vector<T> fast(count), portable(count);
-        reduce_n(fast.data(), ptrs.data(), nsrc, count, dtype, op);
+        detail::reduce_n_with(kernels, fast.data(), ptrs.data(), nsrc, count, dtype, op);
         detail::reduce_n_portable(portable.data(), ptrs.data(), nsrc, count, dtype, op);
         for (size_t i = 0; i < count; ++i) {
           if (std::memcmp(&fast[i], &portable[i], sizeof(T)) == 0) continue;
@@ -443,7 +466,7 @@ void expect_wide_as_portable(DType dtype) {
         with_dst[0] = in_place.data();
         std::vector<T> expected(count);
         detail::reduce_n_portable(expected.data(), with_dst.data(), nsrc, count, dtype, op);
-        reduce_n(in_place.data(), with_dst.data(), nsrc, count, dtype, op);
+        detail::reduce_n_with(kernels, in_place.data(), with_dst.data(), nsrc, count, dtype, op);
         for (size_t i = 0; i < count; ++i) {
           if (std::memcmp(&in_place[i], &expected[i], sizeof(T)) == 0) continue;
           ASSERT_TRUE(is_nan(in_place[i]) && is_nan(expected[i]))
@@ -454,16 +477,88 @@ void expect_wide_as_portable(DType dtype) {
   }
 }
 
-TEST(Avx2Kernels, Float32AndFloat64ReduceAsThePortableKernels) {
-  if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
-  expect_wide_as_portable<float>(DType::Float32);
-  expect_wide_as_portable<double>(DType::Float64);
+TEST(VectorKernels, Float32AndFloat64ReduceAsThePortableKernels) {
+  const std::vector<ReduceKernels> sets = vector_kernels_here();
+  if (sets.empty()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
+  for (ReduceKernels kernels : sets) {
+    expect_wide_as_portable<float>(kernels, DType::Float32);
+    expect_wide_as_portable<double>(kernels, DType::Float64);
+  }
 }
 
-TEST(Avx2Kernels, Int32AndInt64ReduceAsThePortableKernels) {
-  if (!avx2_kernels_here()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
-  expect_wide_as_portable<int32_t>(DType::Int32);
-  expect_wide_as_portable<int64_t>(DType::Int64);
+TEST(VectorKernels, Int32AndInt64ReduceAsThePortableKernels) {
+  const std::vector<ReduceKernels> sets = vector_kernels_here();
+  if (sets.empty()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare";
+  for (ReduceKernels kernels : sets) {
+    expect_wide_as_portable<int32_t>(kernels, DType::Int32);
+    expect_wide_as_portable<int64_t>(kernels, DType::Int64);
+  }
+}
+
+// reduce_n runs the sets the process chose, sets this CPU runs: without
+// COLLIE_REDUCE_KERNELS (the CLI tests set it), AVX-512 for the 16-bit formats
+// where the CPU prefers it, AVX2 for the other types where it has it.
+TEST(VectorKernels, ReduceNRunsTheChosenSets) {
+  const bool avx512 =
+      detail::avx512_kernels_available() &&
+      detail::avx512_kernels_preferred_for_cpu(detail::cpu_vendor(), detail::cpu_family());
+  const ReduceKernels avx2_or_portable =
+      detail::avx2_kernels_available() ? ReduceKernels::kAvx2 : ReduceKernels::kPortable;
+  for (DType dtype : {DType::BFloat16, DType::Float16, DType::Float32, DType::Int64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const ReduceKernels chosen = detail::reduce_kernels_in_use(dtype);
+    EXPECT_TRUE(detail::reduce_kernels_available(chosen));
+    if (std::getenv("COLLIE_REDUCE_KERNELS") == nullptr) {
+      const bool sixteen_bit = dtype == DType::BFloat16 || dtype == DType::Float16;
+      EXPECT_EQ(chosen, sixteen_bit && avx512 ? ReduceKernels::kAvx512 : avx2_or_portable);
+    }
+  }
+  // Bit for bit what reduce_n_with gives with the chosen set (bfloat16, 3
+  // sources: the values where NaN payloads could differ are MAX's, which keep
+  // the first NaN in either set).
+  std::vector<std::vector<uint16_t>> srcs;
+  for (uint32_t k = 0; k < 3; ++k) srcs.push_back(random_bits(DType::BFloat16, 1000, k));
+  const void* ptrs[3] = {srcs[0].data(), srcs[1].data(), srcs[2].data()};
+  std::vector<uint16_t> via_reduce_n(1000), via_with(1000);
+  reduce_n(via_reduce_n.data(), ptrs, 3, 1000, DType::BFloat16, ReduceOp::MAX);
+  detail::reduce_n_with(detail::reduce_kernels_in_use(DType::BFloat16), via_with.data(), ptrs, 3,
+                        1000, DType::BFloat16, ReduceOp::MAX);
+  EXPECT_EQ(via_reduce_n, via_with);
+}
+
+TEST(VectorKernels, AvxFiveTwelveIsPreferredOnZenFiveAndLater) {
+  EXPECT_TRUE(detail::avx512_kernels_preferred_for_cpu("AuthenticAMD", 0x1A));
+  EXPECT_TRUE(detail::avx512_kernels_preferred_for_cpu("AuthenticAMD", 0x1B));
+  EXPECT_FALSE(detail::avx512_kernels_preferred_for_cpu("AuthenticAMD", 0x19));  // Zen 3, Zen 4
+  EXPECT_FALSE(detail::avx512_kernels_preferred_for_cpu("GenuineIntel", 6));
+  EXPECT_FALSE(detail::avx512_kernels_preferred_for_cpu("", 0));
+}
+
+TEST(VectorKernels, NamesAreTheEnvironmentVariablesValues) {
+  EXPECT_STREQ(detail::reduce_kernels_name(ReduceKernels::kPortable), "portable");
+  EXPECT_STREQ(detail::reduce_kernels_name(ReduceKernels::kAvx2), "avx2");
+  EXPECT_STREQ(detail::reduce_kernels_name(ReduceKernels::kAvx512), "avx512");
+}
+
+// A set the CPU cannot run is a ValueError, never a SIGILL; the portable one
+// runs everywhere.
+TEST(VectorKernels, ReduceNWithASetThisCpuLacksThrows) {
+  const float a[20] = {1, 2, 3}, b[20] = {4, 5, 6};
+  const void* srcs[2] = {a, b};
+  float out[20] = {};
+  for (ReduceKernels k : {ReduceKernels::kPortable, ReduceKernels::kAvx2, ReduceKernels::kAvx512}) {
+    SCOPED_TRACE(detail::reduce_kernels_name(k));
+    if (detail::reduce_kernels_available(k)) {
+      detail::reduce_n_with(k, out, srcs, 2, 20, DType::Float32, ReduceOp::SUM);
+      EXPECT_EQ(out[0], 5.f);
+      EXPECT_EQ(out[2], 9.f);
+      EXPECT_EQ(out[19], 0.f);
+    } else {
+      EXPECT_THROW(detail::reduce_n_with(k, out, srcs, 2, 20, DType::Float32, ReduceOp::SUM),
+                   ValueError);
+    }
+  }
+  EXPECT_TRUE(detail::reduce_kernels_available(ReduceKernels::kPortable));
 }
 
 TEST(ReduceSemantics, RejectsNoSources) {
