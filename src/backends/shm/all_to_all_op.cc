@@ -235,7 +235,7 @@ class AllToAllOp final : public StepOp {
     } else if (cma_) {
       set_variant(3);
     }
-    stream_output_ = received * esize_ >= kStreamingGatheredOutputBytes;
+    stream_output_ = stream_gathered_output(received * esize_);
     compact_form_ = uniform ? CompactStep::uniform_form(largest, for_peers * esize_) : 0;
     if (compact_form_ == 0)
       compact_form_ = CompactStep::compact_width(n, largest, for_peers * esize_);

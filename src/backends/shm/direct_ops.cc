@@ -328,7 +328,7 @@ class DirectAllGather final : public SymmetricOp {
  protected:
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
-    const bool stream = out_elems_ * esize_ >= kStreamingGatheredOutputBytes;
+    const bool stream = stream_gathered_output(out_elems_ * esize_);
     if (buffers_.cma && bytes < kAllGatherPushBelowBytes &&
         n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess)) {
       for (size_t i = 0; i < n_; ++i) {

@@ -9,9 +9,10 @@
 // barrier, alternating builds: all_to_all of 4 MiB 97.6-103.5 -> 92.4-96.1 us,
 // of 6 MiB 182-201 -> 165-169 (OpenMPI 162-167); all_gather of 4 MiB 110-120
 // -> 102-106, of 8 MiB 236-244 -> 226-230; on shared tensors send_recv of
-// 2 MiB 58-59 -> 51-52, all_to_all of 4 MiB 105-108 -> 96-98. Outputs of 16 MiB
-// and more keep their streaming stores (stream_copy.h): `rep movsb` was no
-// faster there (all_to_all of 32 MiB 3.35-3.41 ms streamed, 3.49-3.61 with it).
+// 2 MiB 58-59 -> 51-52, all_to_all of 4 MiB 105-108 -> 96-98. all_gather's and
+// all_to_all's outputs of 16 MiB and more take it too (stream_copy.h,
+// stream_gathered_output); other outputs of 8 MiB and more keep their
+// streaming stores.
 // Elsewhere large_copy is memcpy: glibc already uses `rep movsb` at these
 // sizes on Intel, and no other CPU was measured.
 //

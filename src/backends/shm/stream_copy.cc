@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/shm/large_copy.h"
+
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
@@ -36,6 +38,10 @@ void stream_copy(void* dst, const void* src, size_t n) {
 #else
   std::memcpy(dst, src, n);
 #endif
+}
+
+bool stream_gathered_output(size_t bytes) {
+  return bytes >= kStreamingGatheredOutputBytes && !large_copy_uses_rep_movsb();
 }
 
 }  // namespace collie::detail

@@ -26,4 +26,16 @@ inline constexpr size_t kStreamingOutputBytes = 8u << 20;
 // 16 MiB 792-800 against 917-977; all_to_all 16.7 MiB 496-502 against 511-560).
 inline constexpr size_t kStreamingGatheredOutputBytes = 16u << 20;
 
+// Whether a gathered output of `bytes` (all_gather's, all_to_all's) is written
+// with streaming stores: from kStreamingGatheredOutputBytes, except where
+// large_copy uses `rep movsb` (AMD Zen 5), which copies the own piece faster
+// there. 2 ranks, AMD EPYC Zen 5 VM (fifty-fourth session), streaming stores
+// -> `rep movsb`, medians of five alternations: all_gather of 32, 64 and 128
+// MiB 2.63 -> 2.31, 5.14 -> 4.46 and 9.96 -> 9.31 ms, all_to_all of 16 and
+// 128 MiB 0.85 -> 0.79 and 10.0 -> 9.4 ms (32 and 64 MiB even); in the
+// session before, on a slower host of the same type, all_to_all of 32 MiB had
+// measured the other way (3.35-3.41 streamed, 3.49-3.61 ms). gather's root
+// keeps streaming stores (16 and 64 MiB: 8 % slower with `rep movsb`).
+bool stream_gathered_output(size_t bytes);
+
 }  // namespace collie::detail

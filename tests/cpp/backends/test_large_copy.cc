@@ -8,6 +8,7 @@
 
 #include "backends/shm/copy_path.h"
 #include "backends/shm/large_copy.h"
+#include "backends/shm/stream_copy.h"
 
 namespace collie::detail {
 namespace {
@@ -25,6 +26,15 @@ TEST(LargeCopy, RepMovsbOnlyOnZen5AndLaterWithErms) {
 TEST(LargeCopy, ThisCpuFollowsTheRule) {
   const bool zen5_or_later = cpu_vendor() == "AuthenticAMD" && cpu_family() >= 0x1A;
   EXPECT_EQ(large_copy_uses_rep_movsb(), zen5_or_later);
+}
+
+// all_gather's and all_to_all's large outputs: streaming stores from
+// kStreamingGatheredOutputBytes, but `rep movsb` where large_copy uses it.
+TEST(LargeCopy, GatheredOutputsStreamOnlyWhereRepMovsbIsNotUsed) {
+  EXPECT_FALSE(stream_gathered_output(kStreamingGatheredOutputBytes - 1));
+  EXPECT_FALSE(stream_gathered_output(1u << 20));
+  EXPECT_EQ(stream_gathered_output(kStreamingGatheredOutputBytes), !large_copy_uses_rep_movsb());
+  EXPECT_EQ(stream_gathered_output(size_t{1} << 30), !large_copy_uses_rep_movsb());
 }
 
 // Byte i of the source is 7i + i/251 (mod 256): neighbouring bytes always
