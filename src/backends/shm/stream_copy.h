@@ -32,10 +32,11 @@ inline constexpr size_t kStreamingGatheredOutputBytes = 16u << 20;
 // there. 2 ranks, AMD EPYC Zen 5 VM (fifty-fourth session), streaming stores
 // -> `rep movsb`, medians of five alternations: all_gather of 32, 64 and 128
 // MiB 2.63 -> 2.31, 5.14 -> 4.46 and 9.96 -> 9.31 ms, all_to_all of 16 and
-// 128 MiB 0.85 -> 0.79 and 10.0 -> 9.4 ms (32 and 64 MiB even); in the
-// session before, on a slower host of the same type, all_to_all of 32 MiB had
-// measured the other way (3.35-3.41 streamed, 3.49-3.61 ms). gather's root
-// keeps streaming stores (16 and 64 MiB: 8 % slower with `rep movsb`).
+// 128 MiB 0.85 -> 0.79 and 10.0 -> 9.4 ms (32 and 64 MiB even); the
+// thirty-seventh session, on a host of the same type where these calls took
+// twice as long, had measured the other way (all_to_all of 32 MiB 3.35-3.41
+// streamed, 3.49-3.61 ms). gather's root keeps streaming stores (16 and 64
+// MiB: 8 % slower with `rep movsb`).
 bool stream_gathered_output(size_t bytes);
 
 }  // namespace collie::detail
