@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "cli/cpu_binding.h"
 #include "cli/machine_probe.h"
+#include "core/reduce_kernels.h"
 
 namespace collie::cli {
 namespace {
@@ -375,17 +376,24 @@ int bench_main(const std::vector<std::string>& args) {
   } catch (const std::exception& e) {
     copy_path = "invalid";  // the ranks fail with the reason
   }
+  std::string reductions;
+  try {
+    reductions = detail::describe_reduce_kernels();
+  } catch (const std::exception& e) {
+    reductions = "invalid";  // the ranks fail with the reason
+  }
   const double memcpy_bw = memcpy_gbps();
   const double handoff_bw = handoff_gbps(allowed_cpus());
   char handoff[48] = "n/a";
   if (handoff_bw > 0) std::snprintf(handoff, sizeof handoff, "%.2f GB/s", handoff_bw);
   std::printf(
       "# collie bench: %d ranks, %s, memcpy %.2f GB/s (one core, 64 MiB), core-to-core %s "
-      "(256 KiB hand-offs), %s%s%s\n# cpu: %s; transparent huge pages: %s; copy path: %s\n",
+      "(256 KiB hand-offs), %s%s%s\n# cpu: %s; transparent huge pages: %s; copy path: %s; "
+      "reductions: %s\n",
       o.ranks, o.config.dtype.c_str(), memcpy_bw, handoff, timing_method(o.config),
       root_text(o.config).c_str(),
       o.rounds > 1 ? (", best of " + std::to_string(o.rounds) + " rounds").c_str() : "",
-      cpu.c_str(), huge_pages.c_str(), copy_path.c_str());
+      cpu.c_str(), huge_pages.c_str(), copy_path.c_str(), reductions.c_str());
   std::printf("# %-14s %8s %11s %11s %11s %9s %9s %6s", "op", "size", "time_us", "min_us", "max_us",
               "algbw", "busbw", "check");
   const bool show_rounds = o.compare_mpi && o.rounds > 1;

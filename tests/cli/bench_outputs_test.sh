@@ -1,12 +1,16 @@
 #!/bin/sh
 # bench_outputs_test.sh COLLIE_CLI: `collie bench --csv/--json` say how the
 # calls were timed (per_call by default, span with --span, loop with --loop)
-# on every CSV row and in the JSON header, and hold one row per op and size.
+# on every CSV row and in the JSON header, and hold one row per op and size;
+# the printed header names the copy path and the reduction kernels.
 set -eu
 cli=$1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "bench_outputs_test: $*" >&2; cat "$out"/*.csv >&2; exit 1; }
+"$cli" bench -n 2 --op all_reduce -b 8 -e 8 -w 1 --iters 3 >"$out/header.txt"
+grep -Eq '^# cpu: .*; copy path: (staged|hybrid|single) .*; reductions: (avx512 for float16 and bfloat16, avx2 for the others|avx2|portable) \(' \
+  "$out/header.txt" || { cat "$out/header.txt" >&2; fail "the header's copy path and reductions"; }
 for timing in per_call span loop; do
   flag=
   [ "$timing" = per_call ] || flag="--$timing"
