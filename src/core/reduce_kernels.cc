@@ -294,43 +294,33 @@ bool vector_dtype(DType dtype) {
          dtype == DType::Int64 || dtype == DType::Float16 || dtype == DType::BFloat16;
 }
 
-// The sets reduce_n runs: for float16 and bfloat16, and for the others.
-struct KernelChoice {
-  ReduceKernels sixteen_bit;
-  ReduceKernels others;
-  bool from_environment;
-};
-
-// AVX-512 only for the 16-bit formats, where the arithmetic is what it speeds
-// up; the 32- and 64-bit types measured even or slower with it
-// (reduce_kernels_avx512.h).
-KernelChoice fastest_for_this_cpu() {
-  const ReduceKernels avx2_or_portable =
-      avx2_kernels_available() ? ReduceKernels::kAvx2 : ReduceKernels::kPortable;
-  const bool avx512 =
-      avx512_kernels_available() && avx512_kernels_preferred_for_cpu(cpu_vendor(), cpu_family());
-  return {avx512 ? ReduceKernels::kAvx512 : avx2_or_portable, avx2_or_portable, false};
+ReduceKernels fastest_for_this_cpu() {
+  if (avx512_kernels_available() && avx512_kernels_preferred_for_cpu(cpu_vendor(), cpu_family()))
+    return ReduceKernels::kAvx512;
+  if (avx2_kernels_available()) return ReduceKernels::kAvx2;
+  return ReduceKernels::kPortable;
 }
 
-KernelChoice read_choice() {
+// COLLIE_REDUCE_KERNELS, "" when unset or auto.
+std::string_view chosen_by_env() {
   const char* v = std::getenv("COLLIE_REDUCE_KERNELS");
   const std::string_view choice = v != nullptr ? v : "";
-  if (choice.empty() || choice == "auto") return fastest_for_this_cpu();
+  return choice == "auto" ? "" : choice;
+}
+
+ReduceKernels read_choice() {
+  const std::string_view choice = chosen_by_env();
+  if (choice.empty()) return fastest_for_this_cpu();
   for (ReduceKernels k : {ReduceKernels::kPortable, ReduceKernels::kAvx2, ReduceKernels::kAvx512}) {
     if (choice != reduce_kernels_name(k)) continue;
     if (!reduce_kernels_available(k)) {
       throw ValueError("environment variable COLLIE_REDUCE_KERNELS='" + std::string(choice) +
                        "': this CPU cannot run them");
     }
-    return {k, k, true};
+    return k;
   }
   throw ValueError("environment variable COLLIE_REDUCE_KERNELS='" + std::string(choice) +
                    "' is not auto, portable, avx2 or avx512");
-}
-
-const KernelChoice& kernel_choice() {
-  static const KernelChoice choice = read_choice();
-  return choice;
 }
 
 }  // namespace
@@ -341,7 +331,7 @@ void reduce_n(void* dst, const void* const* srcs, int nsrc, size_t count, DType 
   // Floats and 32/64-bit integers beyond a few elements: the vector kernels
   // this process chose (reduce_kernels_avx2.h, reduce_kernels_avx512.h).
   if (vector_dtype(dtype) && count > kFewElements)
-    return reduce_n_vectorised(reduce_kernels_in_use(dtype), dst, srcs, nsrc, count, dtype, op);
+    return reduce_n_vectorised(reduce_kernels_in_use(), dst, srcs, nsrc, count, dtype, op);
   reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
 }
 
@@ -356,9 +346,9 @@ void reduce_n_with(ReduceKernels kernels, void* dst, const void* const* srcs, in
   reduce_n_portable(dst, srcs, nsrc, count, dtype, op);
 }
 
-ReduceKernels reduce_kernels_in_use(DType dtype) {
-  const KernelChoice& choice = kernel_choice();
-  return half_width(dtype) ? choice.sixteen_bit : choice.others;
+ReduceKernels reduce_kernels_in_use() {
+  static const ReduceKernels kernels = read_choice();
+  return kernels;
 }
 
 bool reduce_kernels_available(ReduceKernels kernels) {
@@ -374,18 +364,14 @@ bool reduce_kernels_available(ReduceKernels kernels) {
 }
 
 std::string describe_reduce_kernels() {
-  const KernelChoice& choice = kernel_choice();
-  std::string sets = reduce_kernels_name(choice.others);
-  if (choice.sixteen_bit != choice.others) {
-    sets = std::string(reduce_kernels_name(choice.sixteen_bit)) + " for float16 and bfloat16, " +
-           sets + " for the others";
-  }
-  if (choice.from_environment) return sets + " (COLLIE_REDUCE_KERNELS)";
-  if (choice.others == ReduceKernels::kPortable)
-    return sets + " (this CPU has no AVX2 and F16C, or is not x86-64)";
+  const ReduceKernels kernels = reduce_kernels_in_use();
+  const std::string name = reduce_kernels_name(kernels);
+  if (!chosen_by_env().empty()) return name + " (COLLIE_REDUCE_KERNELS)";
+  if (kernels == ReduceKernels::kPortable)
+    return name + " (this CPU has no AVX2 and F16C, or is not x86-64)";
   char family[16];
   std::snprintf(family, sizeof family, "0x%x", cpu_family());
-  return sets + " (" + cpu_vendor() + " family " + family + ")";
+  return name + " (" + cpu_vendor() + " family " + family + ")";
 }
 
 const char* reduce_kernels_name(ReduceKernels kernels) {

@@ -34,15 +34,13 @@ void reduce_n_portable(void* dst, const void* const* srcs, int nsrc, size_t coun
 // (but for which NaN's payload a sum or product of two NaNs keeps).
 enum class ReduceKernels { kPortable, kAvx2, kAvx512 };
 
-// The set reduce_n runs for `dtype`, chosen once per process: the one
-// COLLIE_REDUCE_KERNELS names (portable, avx2 or avx512) for every dtype where
-// it is set and not `auto`; else the fastest measured on this CPU for that
-// dtype: AVX-512 for float16 and bfloat16 where the CPU prefers it
-// (reduce_kernels_avx512.h), AVX2 for the 32- and 64-bit types and elsewhere
-// (where the CPU has it and F16C), else the portable ones. ValueError for
-// another value or a set this CPU cannot run (init() asks, so a job learns it
-// at once).
-ReduceKernels reduce_kernels_in_use(DType dtype);
+// The set reduce_n runs, chosen once per process: the one
+// COLLIE_REDUCE_KERNELS names (portable, avx2 or avx512) where it is set and
+// not `auto`, else the fastest this CPU runs and prefers: AVX-512 on AMD
+// family 1Ah and later (reduce_kernels_avx512.h), else AVX2 where the CPU has
+// it and F16C, else the portable code. ValueError for another value or a set
+// this CPU cannot run (init() asks, so a job learns it at once).
+ReduceKernels reduce_kernels_in_use();
 
 // Whether this CPU runs `kernels` (the portable ones run everywhere).
 bool reduce_kernels_available(ReduceKernels kernels);
@@ -50,9 +48,9 @@ bool reduce_kernels_available(ReduceKernels kernels);
 // "portable", "avx2" or "avx512": COLLIE_REDUCE_KERNELS's values.
 const char* reduce_kernels_name(ReduceKernels kernels);
 
-// The sets in use and what chose them, for people (`collie info`): "avx512
-// for float16 and bfloat16, avx2 for the others (AuthenticAMD family 0x1a)",
-// "portable (COLLIE_REDUCE_KERNELS)". ValueError as reduce_kernels_in_use().
+// The set in use and what chose it, for people (`collie info`, `collie
+// bench`): "avx512 (AuthenticAMD family 0x1a)", "portable
+// (COLLIE_REDUCE_KERNELS)". ValueError as reduce_kernels_in_use().
 std::string describe_reduce_kernels();
 
 // reduce_n with the given set, which this CPU must run (tests compare every set

@@ -8,15 +8,19 @@
 // 0.043, float32 0.080-0.100 -> 0.071-0.075, int64 even (0.15-0.23). Tails
 // are masked loads and stores, so every element of a call is done here.
 //
-// In a collective (2 ranks, the same VM, AVX2 -> AVX-512, alternating runs):
-// bfloat16 all_reduce, reduce_scatter and reduce of 64 KiB-4 MiB 1.19-2.02x
-// faster; float16 1.09-1.31x at 64-512 KiB, 0.97-1.05x at 4 MiB; float32 even
-// from 512 KiB and 3 % slower at 64 KiB, where moving the data takes the time. So reduce_n uses
-// them for float16 and bfloat16 only, on AMD family 1Ah (Zen 5) and later, where they were measured
-// (reduce_kernels.h); COLLIE_REDUCE_KERNELS=avx512 asks for them for every dtype on any CPU that
-// runs them (Intel's AVX-512 cores before Ice Lake lower their clock for 512-bit arithmetic, and
-// Zen 4 runs it in two halves: neither was measured).
-//
+// The same kernels on data another core has just written (a peer's slot):
+// float32, 64 KiB, 5.9 -> 4.3 us. In the collectives (2 ranks, the same VM,
+// alternating runs, medians): bfloat16 all_reduce, reduce_scatter and reduce
+// of 64 KiB-4 MiB 1.19-2.02x faster, float16 1.09-1.31x at 64-512 KiB (even at
+// 4 MiB); float32, float64 and int32 at 64 KiB 1.11-1.39x in one phase of the
+// VM (eight alternations; 0.95-1.31x at 256 KiB), float32 at 64 KiB 3 % slower
+// in another (five), even from 1 MiB, where moving the data takes the time. So reduce_n uses
+// them for every dtype on AMD family 1Ah (Zen 5) and later, where they were
+// measured (reduce_kernels.h); COLLIE_REDUCE_KERNELS=avx512 asks for them on
+// any CPU that runs them (Intel's AVX-512 cores before Ice Lake lower their
+// clock for 512-bit arithmetic, and Zen 4 runs it in two halves: neither was
+// measured).
+
 // Results are bitwise those of the portable kernels, as the AVX2 ones are
 // (test_reduce_kernels.cc compares every kernel set the CPU runs over every
 // float16 and bfloat16 value and random sources), but for which NaN's payload
@@ -42,7 +46,7 @@ namespace collie::detail {
 bool avx512_kernels_available();
 
 // Whether a CPU with this CPUID vendor string and family (core/cpu_id.h) uses
-// them by default for float16 and bfloat16 (above): AMD family 1Ah and later.
+// them by default (above): AMD family 1Ah and later.
 bool avx512_kernels_preferred_for_cpu(std::string_view vendor, unsigned family);
 
 // Reduces the count float16 or bfloat16 elements of the sources into dst, as

@@ -138,7 +138,7 @@ void init(std::string_view backend_name) {
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.initialized) return;
   // A bad COLLIE_REDUCE_KERNELS fails here, not in a reduction.
-  detail::reduce_kernels_in_use(DType::Float32);
+  detail::reduce_kernels_in_use();
   detail::LaunchEnv env = detail::read_launch_env();
   if (env.source.rfind("none", 0) == 0) {
     // A world of one: scope its segments by pid so independent programs never collide.
