@@ -1,6 +1,7 @@
 // What the CPU-specific reduction kernels (reduce_kernels_avx2.cc,
 // reduce_kernels_avx512.cc) share: the sources as typed pointers, and the
-// ReduceOp chosen at run time made a template argument.
+// ReduceOp and the 32- or 64-bit dtype chosen at run time made template
+// arguments.
 //
 //   const TypedSources<float> typed(srcs, nsrc);
 //   return for_reduce_op(op, [&](auto op) {
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "collie/comm.h"
+#include "collie/dtype.h"
 
 namespace collie::detail {
 
@@ -53,6 +55,25 @@ size_t for_reduce_op(ReduceOp op, Fn&& fn) {
       return fn(std::integral_constant<ReduceOp, ReduceOp::MAX>{});
   }
   return 0;
+}
+
+// fn(V{}) for the vector type V that a kernel set's `Vectors` names for dtype
+// (Vectors::Float32, Float64, Int32, Int64): what it returns, or 0 for
+// another dtype.
+template <typename Vectors, typename Fn>
+size_t for_wide_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float32:
+      return fn(typename Vectors::Float32{});
+    case DType::Float64:
+      return fn(typename Vectors::Float64{});
+    case DType::Int32:
+      return fn(typename Vectors::Int32{});
+    case DType::Int64:
+      return fn(typename Vectors::Int64{});
+    default:
+      return 0;
+  }
 }
 
 }  // namespace collie::detail

@@ -267,6 +267,14 @@ size_t reduce_wide_op(typename V::Elem* dst, const void* const* srcs, size_t nsr
   });
 }
 
+// The vectors of the 32- and 64-bit types (for_wide_dtype).
+struct WideVectors {
+  using Float32 = Float32x8;
+  using Float64 = Float64x4;
+  using Int32 = Int32x8;
+  using Int64 = Int64x4;
+};
+
 }  // namespace
 
 // CPUID and XGETBV directly: clang's __builtin_cpu_supports knows no "f16c".
@@ -306,18 +314,10 @@ size_t reduce_wide_avx2(void* dst, const void* const* srcs, int nsrc, size_t cou
                         ReduceOp op) {
   if (nsrc < 1) return 0;
   const size_t n = static_cast<size_t>(nsrc);
-  switch (dtype) {
-    case DType::Float32:
-      return reduce_wide_op<Float32x8>(static_cast<float*>(dst), srcs, n, count, op);
-    case DType::Float64:
-      return reduce_wide_op<Float64x4>(static_cast<double*>(dst), srcs, n, count, op);
-    case DType::Int32:
-      return reduce_wide_op<Int32x8>(static_cast<int32_t*>(dst), srcs, n, count, op);
-    case DType::Int64:
-      return reduce_wide_op<Int64x4>(static_cast<int64_t*>(dst), srcs, n, count, op);
-    default:
-      return 0;
-  }
+  return for_wide_dtype<WideVectors>(dtype, [&](auto v) {
+    using V = decltype(v);
+    return reduce_wide_op<V>(static_cast<typename V::Elem*>(dst), srcs, n, count, op);
+  });
 }
 
 #else  // not x86-64: the portable kernels do everything

@@ -244,7 +244,9 @@ struct BFloat16x32 {
 
 // Each element folded over the sources in order, as the portable kernels do, a
 // vector at a time (two sources two vectors at a time), the last partial
-// vector masked. Returns count.
+// vector masked. Returns count. (reduce_kernels_avx2.cc's loop with the
+// masked tail: one template for both cannot be, since a function without the
+// target attribute may not inline the vector types' functions.)
 template <typename V, ReduceOp Op>
 COLLIE_AVX512 size_t reduce_vectors(typename V::Elem* dst, const typename V::Elem* const* srcs,
                                     size_t nsrc, size_t count) {
@@ -287,6 +289,14 @@ size_t reduce_as(void* dst, const void* const* srcs, size_t nsrc, size_t count, 
   });
 }
 
+// The vectors of the 32- and 64-bit types (for_wide_dtype).
+struct WideVectors {
+  using Float32 = Float32x16;
+  using Float64 = Float64x8;
+  using Int32 = Int32x16;
+  using Int64 = Int64x8;
+};
+
 // CPUID leaf 7 (EBX) and XGETBV directly, as reduce_kernels_avx2.cc does.
 bool cpu_runs_avx512() {
   if (!avx2_kernels_available()) return false;  // AVX2, F16C and the YMM state
@@ -326,18 +336,8 @@ size_t reduce_wide_avx512(void* dst, const void* const* srcs, int nsrc, size_t c
                           ReduceOp op) {
   if (nsrc < 1) return 0;
   const size_t n = static_cast<size_t>(nsrc);
-  switch (dtype) {
-    case DType::Float32:
-      return reduce_as<Float32x16>(dst, srcs, n, count, op);
-    case DType::Float64:
-      return reduce_as<Float64x8>(dst, srcs, n, count, op);
-    case DType::Int32:
-      return reduce_as<Int32x16>(dst, srcs, n, count, op);
-    case DType::Int64:
-      return reduce_as<Int64x8>(dst, srcs, n, count, op);
-    default:
-      return 0;
-  }
+  return for_wide_dtype<WideVectors>(
+      dtype, [&](auto v) { return reduce_as<decltype(v)>(dst, srcs, n, count, op); });
 }
 
 #else  // not x86-64: the portable kernels do everything
