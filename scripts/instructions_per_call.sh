@@ -16,7 +16,10 @@
 # rank 0 rarely waits and the count is mostly the call's own work. It also
 # gives how many of them were locked (atomic read-modify-writes, sequentially
 # consistent stores: full barriers that an instruction count weighs as one;
-# scripts/callgrind_locked.py). Needs valgrind (apt-get install valgrind),
+# scripts/callgrind_locked.py). Valgrind's CPU has no AVX-512: under it rank 0
+# reduces with the AVX2 kernels (`collie info` run under valgrind says so),
+# where natively a Zen 5 uses AVX-512 (COLLIE_REDUCE_KERNELS=avx2 natively runs
+# what is counted). Needs valgrind (apt-get install valgrind),
 # objdump and /usr/bin/python3 and, for the OpenMPI side, mpirun.
 set -euo pipefail
 

@@ -4,8 +4,8 @@
 // arguments.
 //
 //   const TypedSources<float> typed(srcs, nsrc);
-//   return for_reduce_op(op, [&](auto op) {
-//     return reduce_loop<F32, decltype(op)::value>(dst, typed.get(), nsrc, count);
+//   return for_reduce_op(op, [&](auto o) {
+//     return reduce_vectors<Float32x16, decltype(o)::value>(out, typed.get(), nsrc, count);
 //   });
 #pragma once
 

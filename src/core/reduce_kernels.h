@@ -53,8 +53,8 @@ const char* reduce_kernels_name(ReduceKernels kernels);
 // (COLLIE_REDUCE_KERNELS)". ValueError as reduce_kernels_in_use().
 std::string describe_reduce_kernels();
 
-// reduce_n with the given set, which this CPU must run (tests compare every set
-// it has with the portable kernels; benchmarks compare them with each other).
+// reduce_n with the given set, which this CPU must run (ValueError if not):
+// how tests compare every set the CPU has with the portable kernels.
 void reduce_n_with(ReduceKernels kernels, void* dst, const void* const* srcs, int nsrc,
                    size_t count, DType dtype, ReduceOp op);
 
