@@ -48,29 +48,27 @@ int info_main(const std::vector<std::string>& args) {
   std::printf(
       "default backend: shm on one machine; mpi when started by mpirun or srun --mpi "
       "(docs/backends.md)\n");
+  // "label: what describe() says", or the error it raised (a bad environment
+  // variable), and rc 1.
+  auto print_described = [&rc](const char* label, std::string (*describe)()) {
+    try {
+      std::printf("%s: %s\n", label, describe().c_str());
+    } catch (const std::exception& e) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "collie info: error: %s\n", e.what());
+      rc = 1;
+    }
+  };
   // What makes large and 16-bit calls fast here (docs/performance.md).
-  try {
-    std::printf("vector reductions (float16, bfloat16, float32, float64, int32, int64): %s\n",
-                detail::describe_reduce_kernels().c_str());
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "collie info: error: %s\n", e.what());
-    rc = 1;
-  }
+  print_described("vector reductions (float16, bfloat16, float32, float64, int32, int64)",
+                  detail::describe_reduce_kernels);
   std::printf("transparent huge pages: kernel mode %s; tensors of 2 MiB or more %s\n",
               huge_page_mode().c_str(),
               detail::large_blocks_ask_for_huge_pages() ? "ask for them"
                                                         : "do not ask (COLLIE_HUGE_PAGES=0)");
   // Which transfers ranks on this machine read from each other with one copy
   // (docs/algorithms.md, "Which copy path").
-  try {
-    std::printf("copy path between ranks here: %s\n",
-                detail::describe_copy_path_preference().c_str());
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "collie info: error: %s\n", e.what());
-    rc = 1;
-  }
+  print_described("copy path between ranks here", detail::describe_copy_path_preference);
 
   std::printf("launch environment (what init() would use):\n");
   try {
