@@ -18,7 +18,7 @@
 // and template functions it uses (std::vector's, say), which the linker may
 // then pick for callers on CPUs without AVX2.
 //
-// Example (what reduce_n does):
+// Example (what reduce_n does where it runs the AVX2 set, reduce_kernels.h):
 //   size_t done = 0;
 //   if (avx2_kernels_available())
 //     done = reduce_16bit_floats_avx2(dst, srcs, nsrc, count, dtype, op);
