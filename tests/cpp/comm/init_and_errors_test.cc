@@ -152,9 +152,46 @@ TEST(Init, BadEnvironmentIsValueError) {
       1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_COPY_PATH", "fast"); },
       bad_copy_path);
 
+  RunOptions bad_kernels = without_init();
+  bad_kernels.env = {{"COLLIE_REDUCE_KERNELS", "sse9"}};
+  run_ranks(
+      1,
+      [](int) {
+        RCHECK_THROWS(init(), collie::ValueError, "COLLIE_REDUCE_KERNELS", "sse9");
+        RCHECK(!is_initialized());
+      },
+      bad_kernels);
+
   RunOptions bad_rank = without_init();
   bad_rank.env = {{"COLLIE_RANK", "5"}};
   run_ranks(1, [](int) { RCHECK_THROWS(init(), collie::ValueError, "COLLIE_RANK"); }, bad_rank);
+}
+
+// COLLIE_REDUCE_KERNELS=portable (which every CPU runs): reductions give the
+// same results as with the kernels the CPU prefers, here a bfloat16 all_reduce
+// whose sum rounds (5 ranks' 1.0234375 each: 5.1171875, not a bfloat16, rounds
+// up to 5.125, where cutting its low bits would give 5.09375) and an int64
+// one that wraps.
+TEST(Init, ReduceKernelsNamedByTheEnvironmentGiveTheSameResults) {
+  RunOptions portable;
+  portable.env = {{"COLLIE_REDUCE_KERNELS", "portable"}};
+  for (const RunOptions& o : {RunOptions{}, portable}) {
+    run_ranks(
+        5,
+        [](int) {
+          Tensor b = Tensor::full({1000}, 1.0234375, DType::BFloat16);
+          auto [sum, h] = all_reduce(b);
+          check_tensor(
+              sum, DType::BFloat16, {1000}, [](int64_t) { return 5.125; }, "bfloat16 all_reduce");
+          Tensor i = Tensor::full({1000}, static_cast<double>(INT64_C(1) << 62), DType::Int64);
+          auto [wrapped, h2] = all_reduce(i);
+          // 5 * 2^62 mod 2^64 = 2^62.
+          check_tensor(
+              wrapped, DType::Int64, {1000},
+              [](int64_t) { return static_cast<double>(INT64_C(1) << 62); }, "int64 all_reduce");
+        },
+        o);
+  }
 }
 
 }  // namespace
