@@ -14,6 +14,13 @@ import tempfile
 ROUNDS = 3
 
 
+def shown_within(speedup):
+    """How far the table's two-decimal speed-up may lie from one computed from
+    the JSON: half a hundredth, plus the JSON's six significant digits (at most
+    5e-6 relative) on each of the two medians it divides."""
+    return 0.005 + 1e-5 * speedup + 1e-9
+
+
 def main(cli):
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp)
@@ -47,7 +54,12 @@ def main(cli):
         size = {8: "8B", 64: "64B", 512: "512B"}[r["bytes"]]
         shown = table[(r["op"], size)][-1]  # rounds_x, the last column: "0.86-0.94"
         lo, hi = (float(x) for x in shown.split("-"))
-        assert abs(lo - min(paired)) <= 0.006 and abs(hi - max(paired)) <= 0.006, (where, shown)
+        # The table rounds to 0.01; `paired` comes from the JSON's medians,
+        # written to six significant digits, so a large speed-up (one OpenMPI
+        # round that stalled for milliseconds gave 3435.14) carries their
+        # relative rounding as well.
+        assert abs(lo - min(paired)) <= shown_within(min(paired)), (where, shown, paired)
+        assert abs(hi - max(paired)) <= shown_within(max(paired)), (where, shown, paired)
     print(f"bench_rounds_test: {len(results)} sizes, {ROUNDS} paired rounds each")
 
 
