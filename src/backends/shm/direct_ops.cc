@@ -14,11 +14,12 @@
 namespace collie::detail {
 namespace {
 
-// What step 0 publishes in the slot.
+// What step 0 publishes in the step line.
 struct Descriptor {
   ArenaRef in;
   ArenaRef out;
 };
+static_assert(sizeof(Descriptor) <= kInlineBytes, "a descriptor travels in the step line");
 
 // Large copies into memory the caller will not read soon use streaming stores.
 void copy(void* dst, const void* src, size_t n, bool stream) {
@@ -63,8 +64,17 @@ Slice reduce_slice_of(size_t me, size_t root, size_t n, size_t count, size_t esi
   return me == 0 ? Slice{0, boundary} : Slice{boundary, count - boundary};
 }
 
-// The skeleton: step 0 publishes this rank's buffers, resolves the peers' and
-// runs transfer(); step 1 waits until every peer has finished its transfer.
+// The skeleton: step 0 publishes this rank's buffers (in the step line, where
+// they travel with the flag), resolves the peers' and runs transfer(); step 1
+// waits until every peer has finished its transfer, so that no rank's buffers
+// are left while a peer still reads or writes them.
+//
+// A rooted call whose transfers all go to or from the root's buffers
+// (only_root_shared, only_root_uses_peers) waits only where that needs it, as
+// an eager call does (step_op.h): in step 0 a rank waits only for the ranks
+// whose buffers it touches, in step 1 only for the ranks that touch its own.
+// With more ranks than cores a non-root need not wait for every rank to be
+// scheduled, nor, with a core each, for the slowest reader of the root.
 class DirectOp : public StepOp {
  public:
   DirectOp(const CollectiveCall& c, const DirectBuffers& b, DType dtype)
@@ -79,12 +89,31 @@ class DirectOp : public StepOp {
         outs_(n_, nullptr),
         srcs_(n_, nullptr) {
     set_variant(b.cma ? 3 : 2);
+    place_small(sizeof(Descriptor));
     // Peers read and write this rank's buffers directly: they must stay valid
     // even if this rank gives up on the call before its peers are done.
     work()->retain_on_failure();
   }
 
  protected:
+  // The non-roots read or write the root's buffers and nothing else (broadcast,
+  // scatter, gather written by its non-roots): a non-root waits for the root
+  // in step 0 and for nobody in step 1; the root for nobody in step 0 (it
+  // touches only its own buffers) and in step 1 for every rank.
+  void only_root_shared(int root) {
+    const bool root_here = group().rank() == root;
+    wait_at_step_only_for(0, root_here ? kNoRank : root);
+    wait_at_step_only_for(1, root_here ? kEveryRank : kNoRank);
+  }
+  // Only the root touches the peers' buffers, reading them in step 0 (gather
+  // read by its root): the root waits for every rank in step 0 and for nobody
+  // in step 1; a non-root for nobody in step 0 and in step 1 for the root.
+  void only_root_uses_peers(int root) {
+    const bool root_here = group().rank() == root;
+    wait_at_step_only_for(0, root_here ? kEveryRank : kNoRank);
+    wait_at_step_only_for(1, root_here ? kNoRank : root);
+  }
+
   // Bytes of group rank p's input and output that the transfer touches.
   virtual size_t in_bytes(size_t p) const = 0;
   virtual size_t out_bytes(size_t p) const = 0;
@@ -105,6 +134,7 @@ class DirectOp : public StepOp {
         outs_[p] = static_cast<uint8_t*>(buffers_.out);
         continue;
       }
+      if (!waits_for(static_cast<int>(p))) continue;  // a rank whose buffers this one never touches
       Descriptor d;
       std::memcpy(&d, slots[p], sizeof d);
       if (buffers_.cma) {  // addresses in the peer's process, only ever read through pull()
@@ -294,7 +324,9 @@ class DirectBroadcast final : public SymmetricOp {
  public:
   DirectBroadcast(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype,
                   int root)
-      : SymmetricOp(c, b, dtype, count, count), root_(static_cast<size_t>(root)) {}
+      : SymmetricOp(c, b, dtype, count, count), root_(static_cast<size_t>(root)) {
+    only_root_shared(root);
+  }
 
  protected:
   void transfer() override {
@@ -358,15 +390,21 @@ class DirectAllGather final : public SymmetricOp {
 class DirectGather final : public SymmetricOp {
  public:
   DirectGather(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype, int root)
-      : SymmetricOp(c, b, dtype, count, count * static_cast<size_t>(c.group->size()), root) {}
+      : SymmetricOp(c, b, dtype, count, count * static_cast<size_t>(c.group->size()), root),
+        pushed_(!b.cma || n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess)) {
+    if (pushed_) {
+      only_root_shared(root);
+    } else {
+      only_root_uses_peers(root);
+    }
+  }
 
  protected:
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
     const bool stream = bytes * n_ >= kStreamingOutputBytes;
     const size_t root = static_cast<size_t>(out_rank_);
-    const bool pushed = !buffers_.cma || n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess);
-    if (pushed) {
+    if (pushed_) {
       push(root, out_of(root) + me_ * bytes, ins_[me_], bytes, stream);
     } else if (me_ == root) {
       for (size_t i = 0; i < n_; ++i) {  // this rank's own piece first, then the others in turn
@@ -375,6 +413,9 @@ class DirectGather final : public SymmetricOp {
       }
     }
   }
+
+ private:
+  bool pushed_;  // each rank writes its piece (else the root reads them in turn)
 };
 
 class DirectReduceScatter final : public SymmetricOp {
@@ -402,7 +443,9 @@ class DirectScatter final : public SymmetricOp {
                 int root)
       : SymmetricOp(c, b, dtype, count * static_cast<size_t>(c.group->size()), count),
         count_(count),
-        root_(static_cast<size_t>(root)) {}
+        root_(static_cast<size_t>(root)) {
+    only_root_shared(root);
+  }
 
  protected:
   void transfer() override {

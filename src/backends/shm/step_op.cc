@@ -227,21 +227,27 @@ void StepOp::check_fingerprints(uint64_t step) const {
   }
 }
 
+void StepOp::wait_at_step_only_for(size_t index, int source) {
+  if (group_.config().check_every_call || index >= kStepsWithSources) return;
+  // With 2 ranks the other rank is every peer: a rank that waits for it checks
+  // every fingerprint at once and leaves nothing unchecked, so later calls need
+  // not read its step records again (2 ranks, broadcast of 256-512 B back to
+  // back: 0.44-0.50 -> 0.37-0.41 us).
+  if (source >= 0 && group_.size() == 2) source = kEveryRank;
+  step_sources_[index] = source;
+}
+
 void StepOp::make_eager(int root, bool root_sends, size_t bytes_per_rank) {
-  if (group_.config().check_every_call || nsteps_ != 1 || bytes_per_rank > kEagerBytes) return;
+  if (nsteps_ != 1 || bytes_per_rank > kEagerBytes) return;
   const bool root_here = group_.rank() == root;
   if (root_sends) {
-    // With 2 ranks the root is every peer: a non-root that waits for it checks
-    // every fingerprint at once and leaves nothing unchecked, so later calls need
-    // not read the root's step records again (2 ranks, broadcast of 256-512 B back
-    // to back: 0.44-0.50 -> 0.37-0.41 us).
-    source_ = root_here ? kNoRank : group_.size() == 2 ? kEveryRank : root;
+    wait_at_step_only_for(0, root_here ? kNoRank : root);
   } else {
-    source_ = root_here ? kEveryRank : kNoRank;
+    wait_at_step_only_for(0, root_here ? kEveryRank : kNoRank);
   }
 }
 
-bool check_unchecked_calls(ShmGroup& g, uint64_t through) {
+bool check_unchecked_calls(ShmGroup& g, uint64_t through, uint64_t calling_seq) {
   while (g.unchecked_count != 0) {
     const ShmGroup::UncheckedCall& call = g.oldest_unchecked();
     // The peers' records only (see peers_freed): this rank's is the call itself.
@@ -256,16 +262,19 @@ bool check_unchecked_calls(ShmGroup& g, uint64_t through) {
     }
     if (mismatch) {
       const std::string why =
-          " (seen after the call returned: a rooted call of at most " +
+          " (seen after the call returned: in a rooted call a rank returns without waiting "
+          "for the ranks whose data it does not need (calls of at most " +
           std::to_string(kEagerBytes) +
-          " bytes per rank returns without waiting for every rank, and is compared at this "
-          "rank's next call on the group that waits for every rank, or at most " +
+          " bytes per rank; broadcast, scatter_tensor and gather_into_tensor reading or "
+          "writing the root's tensors directly), and the call is compared at this rank's next "
+          "call on the group that waits for every rank, or at most " +
           std::to_string(kStepRecords - kStepLines + 1) +
           " calls later; COLLIE_DEBUG=detail makes it wait)";
       const OpInfo info = unchecked_call_info(g, call);
       const std::string calls = describe_calls(g, call.step);
+      const bool returned = call.words[2] != calling_seq;
       g.unchecked_count = 0;  // reported once; the group fails with it
-      throw CommError(info.describe() + kMismatch + calls + why);
+      throw CommError(info.describe() + kMismatch + calls + (returned ? why : ""));
     }
     g.unchecked_first = (g.unchecked_first + 1) % kStepRecords;
     --g.unchecked_count;
@@ -279,14 +288,18 @@ Progress StepOp::advance() {
   StepControl& mine = group_.control(me);
   while (index_ < nsteps_) {
     if (phase_ == Phase::WaitFree) {
-      if (step_ == 0) step_ = group_.next_step++;
+      if (step_ == 0) {
+        step_ = group_.next_step++;
+        source_ = index_ < kStepsWithSources ? step_sources_[index_] : kEveryRank;
+      }
       // Earlier eager calls: compared where every peer has published them. A
       // step that waits for every rank waits for them all here (it waits for
       // those flags anyway); an eager one only for those whose records could be
       // reused otherwise (its freedom below waits for the same flags).
       if (group_.unchecked_count != 0 &&
           !check_unchecked_calls(group_,
-                                 source_ == kEveryRank ? step_ - 1 : must_check_through(step_))) {
+                                 source_ == kEveryRank ? step_ - 1 : must_check_through(step_),
+                                 fingerprint_.words[2])) {
         return moved ? Progress::Advanced : Progress::Blocked;
       }
       if (!peers_freed(step_)) return moved ? Progress::Advanced : Progress::Blocked;
@@ -315,7 +328,7 @@ Progress StepOp::advance() {
       // Meanwhile, earlier eager calls that became comparable are compared: a
       // mismatch is reported as soon as it shows, not when a peer that stopped
       // at it is found dead or late.
-      if (group_.unchecked_count != 0) check_unchecked_calls(group_, 0);
+      if (group_.unchecked_count != 0) check_unchecked_calls(group_, 0, fingerprint_.words[2]);
       return moved ? Progress::Advanced : Progress::Blocked;
     }
     prefetch_ready_data();

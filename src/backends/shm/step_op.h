@@ -75,6 +75,21 @@ class StepOp : public OpState {
   virtual void consume(size_t step, const std::vector<const uint8_t*>& slots) = 0;
 
   ShmGroup& group() const { return group_; }
+  // Whom this rank waits for in step 3 of a step: every rank (the default),
+  // one group rank, or nobody.
+  static constexpr int kEveryRank = -2;
+  static constexpr int kNoRank = -1;
+  // Has this rank wait in step `index` (< kStepsWithSources) of the op only for
+  // `source` (a group rank, kNoRank or kEveryRank), as an eager call does
+  // (above, make_eager): for a rank that reads no peer's data in that step and
+  // whose own data no peer reads after it. The fingerprints it does not wait
+  // for are compared later, as an eager call's. Every rank must choose from
+  // what the fingerprint holds; nothing changes where the group checks every
+  // call (COLLIE_DEBUG=detail).
+  static constexpr size_t kStepsWithSources = 2;
+  void wait_at_step_only_for(size_t index, int source);
+  // Whether this rank waits for group rank p's flag in the current step.
+  bool waits_for(int p) const { return source_ == kEveryRank || source_ == p; }
   // Marks the algorithm variant in the fingerprint, so ranks that picked different
   // algorithms for the same call fail loudly instead of mixing their data.
   void set_variant(uint8_t variant) { fingerprint_.words[0] |= static_cast<uint64_t>(variant) << 24; }
@@ -110,8 +125,6 @@ class StepOp : public OpState {
 
  private:
   enum class Phase { WaitFree, WaitReady };
-  static constexpr int kEveryRank = -2;  // source_: wait for every rank
-  static constexpr int kNoRank = -1;     // source_: wait for nobody
   ShmEngine& engine_;
   ShmGroup& group_;
   Fingerprint fingerprint_;
@@ -131,21 +144,25 @@ class StepOp : public OpState {
   uint8_t lines_on_ready_ = 0;
   // How many steps ahead of its slowest peer this op's steps may be published.
   uint64_t lead() const { return place_ == Place::kSlot ? 1 : kStepLines - 1; }
-  int source_ = kEveryRank;  // whose step flags step 3 waits for (eager calls)
+  int source_ = kEveryRank;  // whose step flags step 3 of the current step waits for
+  // source_ for the op's first steps (wait_at_step_only_for); later ones wait
+  // for every rank.
+  int step_sources_[kStepsWithSources] = {kEveryRank, kEveryRank};
 
   bool peers_freed(uint64_t step) const;
   bool peers_ready(uint64_t step) const;
   void prefetch_ready_data() const;
   uint8_t* data_of(int group_rank, uint64_t step) const;
-  bool waits_for(int p) const { return source_ == kEveryRank || source_ == p; }
   void check_fingerprints(uint64_t step) const;
 };
 
 // Compares the group's unchecked eager calls (ShmGroup::unchecked), oldest first,
 // each as soon as every peer has published its step; they are then checked.
 // False if one of step <= `through` is left (a peer has not published it yet);
-// CommError naming the call on a mismatch.
-bool check_unchecked_calls(ShmGroup& group, uint64_t through);
+// CommError naming the call on a mismatch, which says it was seen after the call
+// returned unless the call is the one with sequence number `calling_seq` (a step
+// of the call still running: 0, none).
+bool check_unchecked_calls(ShmGroup& group, uint64_t through, uint64_t calling_seq = 0);
 
 // The operation drain queues when the group has unchecked calls: it waits
 // (deadline, liveness: like any operation) until it can check them all.

@@ -14,9 +14,6 @@
 #include "backends/shm/cma.h"
 
 #include <sys/mman.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -24,6 +21,7 @@
 #include <thread>
 
 #include "backends/shm/huge_page_probe.h"
+#include "cma_probe.h"
 #include "comm_test_util.h"
 #include "memory_pages.h"
 
@@ -266,22 +264,6 @@ TEST(Cma, DisabledOnOneRankFallsBackEverywhere) {
   });
 }
 
-// Can a child read its parent's memory here? (Ranks are siblings, which Yama may
-// treat differently; collie lifts that with PR_SET_PTRACER_ANY.)
-bool cma_works_here() {
-  static const uint64_t word = 0x5eed;
-  pid_t parent = getpid();
-  pid_t child = fork();
-  if (child == 0) {
-    uint64_t got = 0;
-    iovec l{&got, sizeof got}, r{const_cast<uint64_t*>(&word), sizeof word};
-    _exit(process_vm_readv(parent, &l, 1, &r, 1, 0) == sizeof got && got == word ? 0 : 1);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 // Proves which path a call on private tensors takes: rank 0 passes a shared
 // tensor, so the call mismatches and the message names each rank's path.
 // CMA where the system allows it and every rank has a CPU; staged with more ranks
@@ -301,7 +283,10 @@ std::string part_of_rank(const std::string& message, int r) {
 // On rank `rank` of the `n` ranks of `group` (world ranks 0..n-1): `call` on
 // `count` floats per rank, where rank 0 passes a shared tensor, must fail as
 // mismatched, and the message must show that ranks 1.. made `call_name`'s call
-// and whether they took the CMA path (`cma_expected`).
+// and whether they took the CMA path (`cma_expected`). A rooted call whose
+// ranks do not all wait for each other (step_op.h: eager calls, and broadcast,
+// gather and scatter on the direct paths) fails inside the call on every rank
+// only with COLLIE_DEBUG=detail, which the tests that probe them set.
 // `count`: as the call names it (a rank's piece); `input_count`: the input's
 // elements where they differ (scatter's N pieces).
 void check_path(int rank, int n, int64_t count, const std::string& call_name,
@@ -380,6 +365,7 @@ void run_with_copy_path(const std::string& setting, const std::function<void(int
       [&](int rank) {
         setenv("COLLIE_COPY_PATH", rank == 2 ? setting.c_str() : "single", 1);
         setenv("COLLIE_CMA", "always", 1);
+        setenv("COLLIE_DEBUG", "detail", 1);  // every rank raises in the call (check_path)
         init();
         body(rank);
         release();
@@ -433,7 +419,7 @@ TEST(CmaOversubscribed, LargeBroadcastsReadWithCmaWhateverTheCpuCount) {
   const bool cpu_each = 3u <= std::max(1u, std::thread::hardware_concurrency());
   RunOptions o;
   o.call_init = false;
-  o.env = {{"COLLIE_COPY_PATH", "single"}};
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_DEBUG", "detail"}};  // (check_path)
   run_ranks(
       3,
       [&](int rank) {
