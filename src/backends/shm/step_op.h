@@ -29,7 +29,9 @@
 // than cores a rank then need not wait for every rank to be scheduled (4 ranks
 // on 2 cores, 8 B reduce: 5.7-6.3 -> 0.4-0.6 us), and a root of small broadcasts
 // (or a non-root of small reduces: their data fits a line or a small slot) runs
-// up to kStepLines - 1 calls ahead of the others. COLLIE_DEBUG=detail turns it off.
+// up to kStepLines - 1 calls ahead of the others. The single-copy rooted calls
+// (direct_ops.cc, DirectOp) choose whom each of their two steps waits for the
+// same way (wait_at_step_only_for). COLLIE_DEBUG=detail turns it off.
 #pragma once
 
 #include <cstdint>
