@@ -8,17 +8,18 @@
 // different operation or size gets CommError naming both calls, a peer that dies
 // gets CommError naming it, and a peer that never arrives gets TimeoutError after
 // the group's deadline (COLLIE_TIMEOUT). After such a failure the group is unusable.
-// One exception in timing: in rooted calls a rank need not wait for the ranks
-// whose data it does not need. In reduce, broadcast, gather_into_tensor and
-// scatter_tensor of at most 4 KiB per rank, the ranks that need nobody's data
-// (the root of broadcast/scatter, the non-roots of reduce/gather) return without
-// waiting for the others; in larger broadcast, gather_into_tensor and
-// scatter_tensor calls whose non-roots read or write the root's tensors
-// directly (shared tensors; private ones through CMA), a non-root waits only
-// for the root. Such a rank gets the CommError of a mismatch it did not wait
-// for at a later call on the group (at the latest the next one that waits for
-// every rank, or at most 33 calls later) or from destroy_group/release;
-// COLLIE_DEBUG=detail makes every rank wait for every other.
+// One exception in timing: in rooted calls (reduce, broadcast,
+// gather_into_tensor, scatter_tensor) a rank waits only for the ranks whose data
+// it needs. Where the data is staged through shared memory, the ranks that need
+// nobody's data (the root of broadcast/scatter, the non-roots of reduce/gather)
+// return once their input is copied out, without waiting for the others; where
+// the non-roots of broadcast, gather_into_tensor and scatter_tensor read or write
+// the root's tensors directly (shared tensors; private ones through CMA), a
+// non-root waits only for the root, and the root for every rank. Such a rank
+// gets the CommError of a mismatch it did not wait for at a later call on the
+// group (at the latest the next one that waits for every rank, or at most 33
+// calls later) or from destroy_group/release; COLLIE_DEBUG=detail makes every
+// rank wait for every other.
 //
 // Functions with `async_op` return (output, handle): with async_op=false the
 // operation has completed and the handle is empty; with async_op=true the output

@@ -42,11 +42,12 @@ void init(std::string_view backend_name = "");
 
 // Leaves the job: waits for queued operations, destroys every group, unmaps all
 // shared memory. init() may be called again afterwards. If a group's last call
-// was a small rooted one that returned before seeing every rank's call (the
-// root of a broadcast or scatter, a non-root of a reduce or gather, at most
-// 4 KiB per rank), it first waits for the other ranks to reach that call (the
-// group's deadline) and raises CommError if their calls differ (TimeoutError if
-// they never come); the job is released either way.
+// was a rooted one that returned before seeing every rank's call (comm.h: the
+// root of a staged broadcast or scatter, a non-root of a staged reduce or
+// gather, a non-root of a direct broadcast, scatter or gather), it first waits
+// for the other ranks to reach that call (the group's deadline) and raises
+// CommError if their calls differ (TimeoutError if they never come); the job is
+// released either way.
 void release();
 
 // Whether init() has completed (and release() has not). Never blocks: while

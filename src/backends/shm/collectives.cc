@@ -539,13 +539,13 @@ std::unique_ptr<OpState> make_all_reduce(CollectiveCall c, const void* in, void*
 std::unique_ptr<OpState> make_reduce(CollectiveCall c, const void* in, void* out, size_t count,
                                      DType dtype, ReduceOp op, int root) {
   auto reduce = std::make_unique<ReduceToRootOp>(c, in, out, count, dtype, op, root);
-  reduce->make_eager(root, /*root_sends=*/false, count * element_size(dtype));
+  reduce->make_eager(root, /*root_sends=*/false);
   return reduce;
 }
 std::unique_ptr<OpState> make_broadcast(CollectiveCall c, const void* in, void* out, size_t count,
                                         DType dtype, int root) {
   auto broadcast = std::make_unique<BroadcastOp>(c, in, out, count, dtype, root);
-  broadcast->make_eager(root, /*root_sends=*/true, count * element_size(dtype));
+  broadcast->make_eager(root, /*root_sends=*/true);
   return broadcast;
 }
 std::unique_ptr<OpState> make_all_gather(CollectiveCall c, const void* in, void* out, size_t count,
@@ -555,7 +555,7 @@ std::unique_ptr<OpState> make_all_gather(CollectiveCall c, const void* in, void*
 std::unique_ptr<OpState> make_gather(CollectiveCall c, const void* in, void* out, size_t count,
                                      DType dtype, int root) {
   auto gather = std::make_unique<AllGatherOp>(c, in, out, count, dtype, c.group->rank() == root);
-  gather->make_eager(root, /*root_sends=*/false, count * element_size(dtype));
+  gather->make_eager(root, /*root_sends=*/false);
   return gather;
 }
 std::unique_ptr<OpState> make_reduce_scatter(CollectiveCall c, const void* in, void* out,
@@ -565,7 +565,7 @@ std::unique_ptr<OpState> make_reduce_scatter(CollectiveCall c, const void* in, v
 std::unique_ptr<OpState> make_scatter(CollectiveCall c, const void* in, void* out, size_t count,
                                       DType dtype, int root) {
   auto scatter = std::make_unique<ScatterOp>(c, in, out, count, dtype, root);
-  scatter->make_eager(root, /*root_sends=*/true, count * element_size(dtype));
+  scatter->make_eager(root, /*root_sends=*/true);
   return scatter;
 }
 std::unique_ptr<OpState> make_barrier(CollectiveCall c) { return std::make_unique<BarrierOp>(c); }

@@ -237,14 +237,10 @@ void StepOp::wait_at_step_only_for(size_t index, int source) {
   step_sources_[index] = source;
 }
 
-void StepOp::make_eager(int root, bool root_sends, size_t bytes_per_rank) {
-  if (nsteps_ != 1 || bytes_per_rank > kEagerBytes) return;
+void StepOp::make_eager(int root, bool root_sends) {
   const bool root_here = group_.rank() == root;
-  if (root_sends) {
-    wait_at_step_only_for(0, root_here ? kNoRank : root);
-  } else {
-    wait_at_step_only_for(0, root_here ? kEveryRank : kNoRank);
-  }
+  const int source = root_sends ? (root_here ? kNoRank : root) : (root_here ? kEveryRank : kNoRank);
+  for (size_t index = 0; index < kStepsWithSources; ++index) wait_at_step_only_for(index, source);
 }
 
 bool check_unchecked_calls(ShmGroup& g, uint64_t through, uint64_t calling_seq) {
@@ -263,11 +259,8 @@ bool check_unchecked_calls(ShmGroup& g, uint64_t through, uint64_t calling_seq) 
     if (mismatch) {
       const std::string why =
           " (seen after the call returned: in a rooted call a rank returns without waiting "
-          "for the ranks whose data it does not need (calls of at most " +
-          std::to_string(kEagerBytes) +
-          " bytes per rank; broadcast, scatter_tensor and gather_into_tensor reading or "
-          "writing the root's tensors directly), and the call is compared at this rank's next "
-          "call on the group that waits for every rank, or at most " +
+          "for the ranks whose data it does not need, and the call is compared at this rank's "
+          "next call on the group that waits for every rank, or at most " +
           std::to_string(kStepRecords - kStepLines + 1) +
           " calls later; COLLIE_DEBUG=detail makes it wait)";
       const OpInfo info = unchecked_call_info(g, call);
@@ -290,7 +283,7 @@ Progress StepOp::advance() {
     if (phase_ == Phase::WaitFree) {
       if (step_ == 0) {
         step_ = group_.next_step++;
-        source_ = index_ < kStepsWithSources ? step_sources_[index_] : kEveryRank;
+        source_ = step_sources_[std::min(index_, kStepsWithSources - 1)];
       }
       // Earlier eager calls: compared where every peer has published them. A
       // step that waits for every rank waits for them all here (it waits for

@@ -15,10 +15,12 @@
 // Chunking large tensors into steps bounds the staging memory. Step numbers are
 // per group and never reset, so they also order consecutive operations.
 //
-// Eager rooted calls. In a small rooted call (make_eager) a rank waits in step 3
-// only for the ranks whose data it reads: a broadcast's or scatter's root and a
-// reduce's or gather's non-roots read nobody's and return at once, like MPI's
-// eager sends; the others wait for the root (broadcast, scatter) or for everyone
+// Eager rooted calls. In a staged rooted call (make_eager) a rank waits in step 3
+// of every step only for the ranks whose data it reads: a broadcast's or
+// scatter's root and a reduce's or gather's non-roots read nobody's and return
+// once their data is in their slots (step 1's wait for the peers to free them
+// still paces a call of several steps), like MPI's eager sends; the others wait
+// for the root (broadcast, scatter) or for everyone
 // (the root of reduce, gather; a non-root of broadcast or scatter in a group of
 // 2, where the root is every peer). The fingerprints it did not wait for are kept
 // (ShmGroup::unchecked) and compared, from the peers' step records, as soon as
@@ -27,7 +29,11 @@
 // the call (it waits then), or when the group is drained (destroy_group,
 // release). A mismatch is a CommError naming the earlier call. With more ranks
 // than cores a rank then need not wait for every rank to be scheduled (4 ranks
-// on 2 cores, 8 B reduce: 5.7-6.3 -> 0.4-0.6 us), and a root of small broadcasts
+// on 2 cores, 8 B reduce: 5.7-6.3 -> 0.4-0.6 us; back to back, roots rotating,
+// broadcast of 128 and 512 KiB 23.8-24.6 -> 19.5-21.2 and 86.3-87.0 -> 76.8-81.4
+// us, scatter 16.3-16.9 -> 14.8-15.6 and 37.4-37.9 -> 34.8-35.6, gather and
+// reduce even; before the fifty-fifth session only one-step calls of at most
+// 4 KiB per rank were eager), and a root of small broadcasts
 // (or a non-root of small reduces: their data fits a line or a small slot) runs
 // up to kStepLines - 1 calls ahead of the others. The single-copy rooted calls
 // (direct_ops.cc, DirectOp) choose whom each of their two steps waits for the
@@ -54,18 +60,14 @@ struct Fingerprint {
   std::string describe() const;
 };
 
-// Rooted calls of at most this many bytes per rank, in one step, are eager.
-inline constexpr size_t kEagerBytes = 4096;
-
 class StepOp : public OpState {
  public:
   StepOp(ShmEngine& engine, ShmGroup& group, const WorkPtr& work, size_t nsteps);
 
-  // Makes a one-step call of at most kEagerBytes per rank with root `root` eager
-  // (above), unless the group checks every call: `root_sends` for broadcast and
-  // scatter, false for reduce and gather. Every rank decides alike (it depends
-  // only on what the fingerprint holds).
-  void make_eager(int root, bool root_sends, size_t bytes_per_rank);
+  // Makes a staged rooted call with root `root` eager (above), unless the group
+  // checks every call: `root_sends` for broadcast and scatter, false for reduce
+  // and gather. Every step waits alike.
+  void make_eager(int root, bool root_sends);
 
   Progress advance() final;
   std::vector<int> blocked_on() const final;
@@ -81,11 +83,12 @@ class StepOp : public OpState {
   // one group rank, or nobody.
   static constexpr int kEveryRank = -2;
   static constexpr int kNoRank = -1;
-  // Has this rank wait in step `index` (< kStepsWithSources) of the op only for
-  // `source` (a group rank, kNoRank or kEveryRank), as an eager call does
-  // (above, make_eager): for a rank that reads no peer's data in that step and
-  // whose own data no peer reads after it. The fingerprints it does not wait
-  // for are compared later, as an eager call's. Every rank must choose from
+  // Has this rank wait in step `index` (< kStepsWithSources) of the op, and in
+  // the steps after it if it is the last of them, only for `source` (a group
+  // rank, kNoRank or kEveryRank), as an eager call does (above, make_eager):
+  // for the ranks whose data this one reads in that step, or whose reads of
+  // this one's buffers must end before it goes on. The fingerprints it does not
+  // wait for are compared later, as an eager call's. Every rank must choose from
   // what the fingerprint holds; nothing changes where the group checks every
   // call (COLLIE_DEBUG=detail).
   static constexpr size_t kStepsWithSources = 2;
@@ -148,7 +151,7 @@ class StepOp : public OpState {
   uint64_t lead() const { return place_ == Place::kSlot ? 1 : kStepLines - 1; }
   int source_ = kEveryRank;  // whose step flags step 3 of the current step waits for
   // source_ for the op's first steps (wait_at_step_only_for); later ones wait
-  // for every rank.
+  // as the last of them.
   int step_sources_[kStepsWithSources] = {kEveryRank, kEveryRank};
 
   bool peers_freed(uint64_t step) const;

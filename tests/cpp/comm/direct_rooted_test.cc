@@ -1,8 +1,12 @@
-// Rooted calls on the direct paths (src/backends/shm/direct_ops.cc, DirectOp):
-// broadcast, scatter_tensor and gather_into_tensor whose non-roots read or
-// write the root's tensors (shared tensors, or private ones read and written
-// with CMA) wait only for the root, and the root waits for every rank before it
-// returns. Checked, on 3 ranks, every element on every rank:
+// Rooted calls wait only for the ranks they need. On the direct paths
+// (src/backends/shm/direct_ops.cc, DirectOp) broadcast, scatter_tensor and
+// gather_into_tensor whose non-roots read or write the root's tensors (shared
+// tensors, or private ones read and written with CMA) wait only for the root,
+// and the root waits for every rank before it returns; staged through the
+// slots (step_op.h, eager calls) in one step, a non-root of broadcast and
+// scatter waits only for the root, one of gather for nobody, and the root of
+// broadcast and scatter for nobody. Checked, on 3 ranks, every element on
+// every rank:
 //   - a non-root returns before another non-root has even called: rank `late`
 //     calls only once rank `early` has told it, with a message, that its call
 //     returned (were `early` to wait for `late`, neither would go on, and the
@@ -10,8 +14,9 @@
 //   - the root's tensors stay valid until the last non-root is done with them:
 //     the root overwrites its input as soon as its call returns, and a
 //     non-root's input is overwritten as soon as its own call returns;
-//   - a mismatch between the two non-roots fails the call on the root and on
-//     the rank that differs from it, and the other non-root's next call.
+//   - a mismatch between the two non-roots fails the call on the rank that
+//     differs from the root, and the other non-root's next call; the root's
+//     call where it waits for every rank (direct), else its next call.
 // And with 5 ranks and CMA, a gather whose root reads its 4 non-roots' inputs
 // itself (more than kCmaMaxReadersOfOneProcess writers): the non-roots wait for
 // the root, and may overwrite their inputs once their calls return.
@@ -35,10 +40,19 @@ bool contains(const std::string& s, const std::string& part) {
 // Element i of group rank r's input: different on every rank and at every index.
 double input_value(int r, int64_t i) { return r * 100000.0 + static_cast<double>(i % 9973); }
 
-enum class Tensors { kShared, kPrivate };
+// kStaged: private tensors through the slots (COLLIE_CMA=0), in one step.
+enum class Tensors { kShared, kPrivate, kStaged };
 
 std::string tensors_name(const ::testing::TestParamInfo<Tensors>& info) {
-  return info.param == Tensors::kShared ? "shared" : "private_cma";
+  switch (info.param) {
+    case Tensors::kShared:
+      return "shared";
+    case Tensors::kPrivate:
+      return "private_cma";
+    case Tensors::kStaged:
+      break;
+  }
+  return "staged";
 }
 
 // Where private tensors are read with CMA at 64 KiB and above on any machine
@@ -49,6 +63,8 @@ RunOptions options_for(Tensors tensors) {
   o.collie_timeout_seconds = 20;
   if (tensors == Tensors::kPrivate) {
     o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
+  } else if (tensors == Tensors::kStaged) {
+    o.env = {{"COLLIE_CMA", "0"}};
   }
   return o;
 }
@@ -56,7 +72,7 @@ RunOptions options_for(Tensors tensors) {
 // Group rank r's input of `count` elements, a shared tensor or a private one.
 Tensor input_of(Tensors tensors, int r, int64_t count) {
   Tensor x = make_tensor({count}, DType::Float32, [r](int64_t i) { return input_value(r, i); });
-  if (tensors == Tensors::kPrivate) return x;
+  if (tensors != Tensors::kShared) return x;
   Tensor s = empty_shared({count}, DType::Float32);
   s.copy_from(x);
   return s;
@@ -106,9 +122,6 @@ class DirectRooted : public ::testing::TestWithParam<Tensors> {};
 
 TEST_P(DirectRooted, NonRootsReturnWithoutWaitingForEachOther) {
   const Tensors tensors = GetParam();
-  // Without CMA private tensors stage, where every rank waits for every other:
-  // the order below would never finish, so there only the values are checked.
-  const bool direct = tensors == Tensors::kShared || cma_works_here();
   run_ranks(
       3,
       [&](int rank) {
@@ -118,13 +131,13 @@ TEST_P(DirectRooted, NonRootsReturnWithoutWaitingForEachOther) {
             const int64_t count = c.input_count != 0 ? c.input_count : 3 * kCount;
             Tensor x = input_of(tensors, rank, count);
             const std::string what = std::string(c.name) + " root " + std::to_string(root);
-            if (direct && rank == late) recv(Tensor::zeros({1}), early);  // `early` returned
+            if (rank == late) recv(Tensor::zeros({1}), early);  // `early` returned
             Tensor out = c.call(x, root);
             // The root returns once every non-root is done with its input; a
             // non-root once it has its result (a gather's non-root: once its
             // piece is in the root's output).
             scribble(x);
-            if (direct && rank == early) send(Tensor::ones({1}), late);
+            if (rank == early) send(Tensor::ones({1}), late);
             c.check(out, rank, root, 3, what);
           }
         }
@@ -133,54 +146,55 @@ TEST_P(DirectRooted, NonRootsReturnWithoutWaitingForEachOther) {
 }
 
 // Ranks 0 (root) and 1 broadcast kCount elements, rank 2 one more, and only once
-// rank 1's call has returned (a message tells it). Rank 2 waits for the root
-// and raises in the call; so does the root, which waits for every rank before
-// it returns. Rank 1 read the root's data, which matched its call, and
-// returned; its next call on the group raises, naming the broadcast. (Where
-// private tensors stage, for want of CMA, all three raise in the call, in any
-// order.)
-TEST_P(DirectRooted, MismatchBetweenNonRootsFailsTheRootInTheCallAndTheOtherAtItsNext) {
+// rank 1's call has returned (a message tells it). Rank 2 waits for the root and
+// raises in the call. Rank 1 read the root's data, which matched its call, and
+// returned; its next call on the group raises, naming the broadcast. The root
+// raises in the call where it waits for every rank (the direct paths), at its
+// next call where it waits for nobody (staged; private tensors where CMA does
+// not work stage too).
+TEST_P(DirectRooted, MismatchBetweenNonRootsFailsWhereEachRankComparesTheCalls) {
   const Tensors tensors = GetParam();
-  // Without CMA private tensors stage, and every rank raises in the call.
-  const bool direct = tensors == Tensors::kShared || cma_works_here();
+  const bool direct =
+      tensors == Tensors::kShared || (tensors == Tensors::kPrivate && cma_works_here());
   run_ranks(
       3,
       [&](int rank) {
         Tensor x = input_of(tensors, rank, rank == 2 ? kCount + 1 : kCount);
         const std::string sizes = "x" + std::to_string(kCount);
         const std::string other = "x" + std::to_string(kCount + 1);
-        if (direct && rank == 1) {
-          Tensor y = broadcast(x, 0);
-          check_tensor(
-              y, DType::Float32, {kCount}, [](int64_t i) { return input_value(0, i); },
-              "rank 1's broadcast");
-          send(Tensor::ones({1}), 2);
+        if (rank == 2) recv(Tensor::zeros({1}), 1);  // rank 1's call returned
+        if (rank == 2 || (rank == 0 && direct)) {
           try {
-            barrier();
-            RCHECK(false) << "the barrier after the mismatched broadcast must fail";
+            broadcast(x, 0);
+            RCHECK(false) << "rank " << rank << ": the mismatched broadcast must fail in the call";
           } catch (const CommError& e) {
             const std::string m = e.what();
-            RCHECK(contains(m, "broadcast float32 " + sizes) && contains(m, other)) << m;
-            RCHECK(contains(m, "seq 1")) << "names the broadcast's sequence number: " << m;
-            RCHECK(contains(m, "next call")) << m;
+            RCHECK(contains(m, sizes) && contains(m, other)) << m;
+            RCHECK(!contains(m, "seen after the call returned")) << m;
           }
           return;
         }
-        if (direct && rank == 2) recv(Tensor::zeros({1}), 1);  // rank 1's call returned
+        Tensor y = broadcast(x, 0);
+        check_tensor(
+            y, DType::Float32, {kCount}, [](int64_t i) { return input_value(0, i); },
+            "rank " + std::to_string(rank) + "'s broadcast");
+        if (rank == 1) send(Tensor::ones({1}), 2);
         try {
-          broadcast(x, 0);
-          RCHECK(false) << "rank " << rank << ": the mismatched broadcast must fail in the call";
+          barrier();
+          RCHECK(false) << "the barrier after the mismatched broadcast must fail";
         } catch (const CommError& e) {
           const std::string m = e.what();
-          RCHECK(contains(m, sizes) && contains(m, other)) << m;
-          RCHECK(!contains(m, "seen after the call returned")) << m;
+          RCHECK(contains(m, "broadcast float32 " + sizes) && contains(m, other)) << m;
+          RCHECK(contains(m, "seq 1")) << "names the broadcast's sequence number: " << m;
+          RCHECK(contains(m, "next call")) << m;
         }
       },
       options_for(tensors));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tensors, DirectRooted,
-                         ::testing::Values(Tensors::kShared, Tensors::kPrivate), tensors_name);
+                         ::testing::Values(Tensors::kShared, Tensors::kPrivate, Tensors::kStaged),
+                         tensors_name);
 
 // 5 ranks, CMA: the root of a gather reads its 4 non-roots' inputs itself, so
 // each non-root waits for the root before it returns, and may then overwrite its

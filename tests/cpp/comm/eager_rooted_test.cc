@@ -1,14 +1,13 @@
-// Eager rooted calls (src/backends/shm/step_op.h): a rooted call of at most 4 KiB
-// per rank lets the ranks that read nobody's data (the root of broadcast and
-// scatter_tensor, the non-roots of reduce and gather_into_tensor) return before
-// the others arrive. Checked here: their inputs may be overwritten and freed at
-// once without changing anyone's result; back-to-back eager calls with moving
-// roots stay in step, and a root of small calls runs up to kStepLines - 1 = 31
-// calls ahead; a mismatch they did not wait for is a CommError at a later call on
-// the group (the next that waits for every rank, or at most kStepRecords -
-// kStepLines + 1 = 33 eager calls later; src/backends/shm/layout.h), at
-// destroy_group or at release; COLLIE_DEBUG=detail makes every rank raise inside the
-// mismatched call itself.
+// Eager rooted calls (src/backends/shm/step_op.h): a staged rooted call lets the
+// ranks that read nobody's data (the root of broadcast and scatter_tensor, the
+// non-roots of reduce and gather_into_tensor) return once their data is in
+// their slots: in a call of one step before the others arrive. Checked here: their inputs may be
+// overwritten and freed at once without changing anyone's result; back-to-back eager calls with
+// moving roots stay in step, and a root of small calls runs up to kStepLines - 1 = 31 calls ahead;
+// a mismatch they did not wait for is a CommError at a later call on the group (the next that waits
+// for every rank, or at most kStepRecords - kStepLines + 1 = 33 eager calls later;
+// src/backends/shm/layout.h), at destroy_group or at release; COLLIE_DEBUG=detail makes every rank
+// raise inside the mismatched call itself.
 #include <cstring>
 #include <string>
 
@@ -47,69 +46,83 @@ void scribble(Tensor& t) {
 
 class EagerRooted : public ::testing::TestWithParam<int> {};
 
-// Every rooted op in turn, roots moving, no barrier between calls: the eager
-// ranks run ahead into the next call while the others still read the last one;
-// each eager rank scribbles over (and then frees) its input as soon as it has
-// returned. Counts at the 4 KiB boundary and just above it (not eager).
-TEST_P(EagerRooted, InputsReusedAtOnceAndCallsBackToBack) {
-  const int n = GetParam();
-  run_ranks(n, [n](int rank) {
-    const auto world = iota_ranks(n);
-    const DType dt = DType::Float32;
-    int index = 0;
-    for (int round = 0; round < 3; ++round) {
-      for (int64_t count : {int64_t{1}, int64_t{8}, int64_t{1024}, int64_t{1025}}) {
-        const int root = (index++) % n;
-        const std::string what = "count " + std::to_string(count) + " root " + std::to_string(root);
-        {
-          Tensor x =
-              make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-          Tensor y = broadcast(x, root);
-          scribble(x);
-          check_tensor(
-              y, dt, {count}, [&](int64_t i) { return pattern_value(dt, root, i); },
-              "broadcast " + what);
-        }
-        {
-          Tensor x = make_tensor({count}, dt,
-                                 [&](int64_t i) { return rank_value(dt, ReduceOp::SUM, rank, i); });
-          Tensor y = reduce(x, root);
-          scribble(x);
-          if (rank == root) {
-            check_tensor(
-                y, dt, {count},
-                [&](int64_t i) { return expected_reduction(dt, ReduceOp::SUM, world, i); },
-                "reduce " + what);
-          }
-        }
-        {
-          Tensor x =
-              make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-          Tensor y = gather_into_tensor(x, root);
-          scribble(x);
-          if (rank == root) {
-            check_tensor(
-                y, dt, {count * n},
-                [&](int64_t i) {
-                  return pattern_value(dt, static_cast<int>(i / count), i % count);
-                },
-                "gather " + what);
-          }
-        }
-        {
-          // Per-rank pieces of `count` elements, at most 4 KiB each when count <= 1024.
-          Tensor x = make_tensor({count * n}, dt,
-                                 [&](int64_t i) { return pattern_value(dt, 500 + rank, i); });
-          Tensor y = scatter_tensor(x, root);
-          scribble(x);
+// Every rooted op in turn on `n` ranks, roots moving, no barrier between calls:
+// the eager ranks run ahead into the next call while the others still read the
+// last one; each eager rank scribbles over (and then frees) its input as soon
+// as it has returned.
+void inputs_reused_at_once(int n, int rank, const std::vector<int64_t>& counts) {
+  const auto world = iota_ranks(n);
+  const DType dt = DType::Float32;
+  int index = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t count : counts) {
+      const int root = (index++) % n;
+      const std::string what = "count " + std::to_string(count) + " root " + std::to_string(root);
+      {
+        Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        Tensor y = broadcast(x, root);
+        scribble(x);
+        check_tensor(
+            y, dt, {count}, [&](int64_t i) { return pattern_value(dt, root, i); },
+            "broadcast " + what);
+      }
+      {
+        Tensor x = make_tensor({count}, dt,
+                               [&](int64_t i) { return rank_value(dt, ReduceOp::SUM, rank, i); });
+        Tensor y = reduce(x, root);
+        scribble(x);
+        if (rank == root) {
           check_tensor(
               y, dt, {count},
-              [&](int64_t i) { return pattern_value(dt, 500 + root, rank * count + i); },
-              "scatter " + what);
+              [&](int64_t i) { return expected_reduction(dt, ReduceOp::SUM, world, i); },
+              "reduce " + what);
         }
       }
+      {
+        Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        Tensor y = gather_into_tensor(x, root);
+        scribble(x);
+        if (rank == root) {
+          check_tensor(
+              y, dt, {count * n},
+              [&](int64_t i) { return pattern_value(dt, static_cast<int>(i / count), i % count); },
+              "gather " + what);
+        }
+      }
+      {
+        // Per-rank pieces of `count` elements, at most 4 KiB each when count <= 1024.
+        Tensor x = make_tensor({count * n}, dt,
+                               [&](int64_t i) { return pattern_value(dt, 500 + rank, i); });
+        Tensor y = scatter_tensor(x, root);
+        scribble(x);
+        check_tensor(
+            y, dt, {count},
+            [&](int64_t i) { return pattern_value(dt, 500 + root, rank * count + i); },
+            "scatter " + what);
+      }
     }
-  });
+  }
+}
+
+// Counts at the 4 KiB boundary (the data in a small slot) and just above it (a
+// slot), in one step.
+TEST_P(EagerRooted, InputsReusedAtOnceAndCallsBackToBack) {
+  const int n = GetParam();
+  run_ranks(n, [n](int rank) { inputs_reused_at_once(n, rank, {1, 8, 1024, 1025}); });
+}
+
+// Calls of several steps (4 KiB slots, private tensors staged: COLLIE_CMA=0),
+// whose eager ranks return once their last step is published.
+TEST_P(EagerRooted, InputsReusedAtOnceInCallsOfSeveralSteps) {
+  const int n = GetParam();
+  RunOptions o = small_chunks();
+  o.env.push_back({"COLLIE_CMA", "0"});
+  run_ranks(
+      n,
+      [n](int rank) {
+        inputs_reused_at_once(n, rank, {1025, 5000});
+      },
+      o);
 }
 
 // The root of small broadcasts (data in the step line, or in a small slot up to

@@ -272,31 +272,38 @@ TEST(RootedOps, ScatterShapeErrors) {
 // With more ranks than CPUs a reduce takes a slot's worth per step (every step
 // waits for every rank to be scheduled) instead of the small pipelined steps,
 // and says so in its fingerprint. Shown by a mismatch: rank 0 passes a shared
-// tensor, and the message names each rank's form.
+// tensor, and the message names each rank's form. COLLIE_DEBUG=detail makes
+// every rank raise inside the call (a reduce's non-roots wait for nobody).
 TEST(RootedOps, ReduceTakesSlotSizedStepsWithMoreRanksThanCpus) {
   const int n = 4;
   const bool oversubscribed =
       static_cast<unsigned>(n) > std::max(1u, std::thread::hardware_concurrency());
-  run_ranks(n, [&](int rank) {
-    const int64_t count = (64 << 10) / 4;
-    Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
-    if (rank == 0) x.copy_from(Tensor::ones({count}));
-    try {
-      reduce(x, 3);
-      RCHECK(false) << "mixing shared and private tensors must fail";
-    } catch (const CommError& e) {
-      const std::string m = e.what();
-      const std::string call = "reduce(sum) float32 x" + std::to_string(count) + " root 3";
-      RCHECK(contains(m, "rank 0: " + call)) << m;
-      for (int r = 1; r < n; ++r) {
-        const size_t at = m.find("rank " + std::to_string(r) + ": " + call);
-        RCHECK(at != std::string::npos) << m;
-        const size_t end = m.find("; rank ", at);
-        const std::string part = m.substr(at, end == std::string::npos ? end : end - at);
-        RCHECK_EQ(contains(part, "(a slot per step: more ranks than CPUs)"), oversubscribed) << m;
-      }
-    }
-  });
+  RunOptions detail;
+  detail.env = {{"COLLIE_DEBUG", "detail"}};
+  run_ranks(
+      n,
+      [&](int rank) {
+        const int64_t count = (64 << 10) / 4;
+        Tensor x = rank == 0 ? empty_shared({count}) : Tensor::ones({count});
+        if (rank == 0) x.copy_from(Tensor::ones({count}));
+        try {
+          reduce(x, 3);
+          RCHECK(false) << "mixing shared and private tensors must fail";
+        } catch (const CommError& e) {
+          const std::string m = e.what();
+          const std::string call = "reduce(sum) float32 x" + std::to_string(count) + " root 3";
+          RCHECK(contains(m, "rank 0: " + call)) << m;
+          for (int r = 1; r < n; ++r) {
+            const size_t at = m.find("rank " + std::to_string(r) + ": " + call);
+            RCHECK(at != std::string::npos) << m;
+            const size_t end = m.find("; rank ", at);
+            const std::string part = m.substr(at, end == std::string::npos ? end : end - at);
+            RCHECK_EQ(contains(part, "(a slot per step: more ranks than CPUs)"), oversubscribed)
+                << m;
+          }
+        }
+      },
+      detail);
 }
 
 }  // namespace

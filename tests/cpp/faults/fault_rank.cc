@@ -333,12 +333,17 @@ const std::map<std::string, std::function<void(int, int)>>& scenarios() {
          enter();
          collie::all_reduce(x, rank == 1 ? collie::ReduceOp::MAX : collie::ReduceOp::SUM);
        }},
+      // A rank that takes itself for the root, or reads a root whose call
+      // matches its own, returns from the broadcast (rooted calls wait only for
+      // the ranks they need, src/backends/shm/step_op.h) and raises at its next
+      // call on the group: the barrier.
       {"mismatch_root",
        [](int rank, int) {
          collie::init();
          auto x = collie::Tensor::ones({1 << 16});
          enter();
          collie::broadcast(x, rank == 1 ? 1 : 0);
+         collie::barrier();
        }},
       // Rank 0 lists {0, 1}; ranks 1 and 2 list {0, 1, 2}.
       {"group_mismatch",
