@@ -94,7 +94,7 @@ struct GroupOptions {
 void create_group(std::string_view group, const std::vector<int>& rank_ids,
                   const GroupOptions& options = {});
 // Destroys a group (not collective). ValueError for the world; ValueError if unknown.
-// Like release(), it first checks a small rooted last call the other ranks had
+// Like release(), it first checks a rooted last call the other ranks had
 // not reached (CommError/TimeoutError); the group is destroyed either way. A call
 // on the group that another thread makes meanwhile fails with a RuntimeError
 // ("does not exist", or "the group was destroyed" if it had already found it).
