@@ -56,8 +56,9 @@ std::string tensors_name(const ::testing::TestParamInfo<Tensors>& info) {
 }
 
 // Where private tensors are read with CMA at 64 KiB and above on any machine
-// (COLLIE_CMA=always: even with more ranks than CPUs); the deadline makes a
-// rank that waited for one that never comes fail the test instead of hanging.
+// (COLLIE_CMA=always: even with more ranks than CPUs), or staged (COLLIE_CMA=0);
+// the deadline makes a rank that waited for one that never comes fail the test
+// instead of hanging.
 RunOptions options_for(Tensors tensors) {
   RunOptions o;
   o.collie_timeout_seconds = 20;
@@ -118,9 +119,9 @@ const RootedCall kCalls[] = {
      }},
 };
 
-class DirectRooted : public ::testing::TestWithParam<Tensors> {};
+class RootedWaits : public ::testing::TestWithParam<Tensors> {};
 
-TEST_P(DirectRooted, NonRootsReturnWithoutWaitingForEachOther) {
+TEST_P(RootedWaits, NonRootsReturnWithoutWaitingForEachOther) {
   const Tensors tensors = GetParam();
   run_ranks(
       3,
@@ -133,9 +134,10 @@ TEST_P(DirectRooted, NonRootsReturnWithoutWaitingForEachOther) {
             const std::string what = std::string(c.name) + " root " + std::to_string(root);
             if (rank == late) recv(Tensor::zeros({1}), early);  // `early` returned
             Tensor out = c.call(x, root);
-            // The root returns once every non-root is done with its input; a
-            // non-root once it has its result (a gather's non-root: once its
-            // piece is in the root's output).
+            // A rank returns once nobody needs its input any more: the root of
+            // a direct call once every non-root is done with it, a staged
+            // call's ranks once their data is in their slots, a direct
+            // gather's non-root once its piece is in the root's output.
             scribble(x);
             if (rank == early) send(Tensor::ones({1}), late);
             c.check(out, rank, root, 3, what);
@@ -152,7 +154,7 @@ TEST_P(DirectRooted, NonRootsReturnWithoutWaitingForEachOther) {
 // raises in the call where it waits for every rank (the direct paths), at its
 // next call where it waits for nobody (staged; private tensors where CMA does
 // not work stage too).
-TEST_P(DirectRooted, MismatchBetweenNonRootsFailsWhereEachRankComparesTheCalls) {
+TEST_P(RootedWaits, MismatchBetweenNonRootsFailsWhereEachRankComparesTheCalls) {
   const Tensors tensors = GetParam();
   const bool direct =
       tensors == Tensors::kShared || (tensors == Tensors::kPrivate && cma_works_here());
@@ -192,14 +194,14 @@ TEST_P(DirectRooted, MismatchBetweenNonRootsFailsWhereEachRankComparesTheCalls) 
       options_for(tensors));
 }
 
-INSTANTIATE_TEST_SUITE_P(Tensors, DirectRooted,
+INSTANTIATE_TEST_SUITE_P(Tensors, RootedWaits,
                          ::testing::Values(Tensors::kShared, Tensors::kPrivate, Tensors::kStaged),
                          tensors_name);
 
 // 5 ranks, CMA: the root of a gather reads its 4 non-roots' inputs itself, so
 // each non-root waits for the root before it returns, and may then overwrite its
 // input; the root's result holds every rank's original piece.
-TEST(DirectRootedGather, RootReadingManyNonRootsKeepsTheirInputsUntilItIsDone) {
+TEST(RootedWaitsGather, RootReadingManyNonRootsKeepsTheirInputsUntilItIsDone) {
   run_ranks(
       5,
       [](int rank) {
