@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/shm/arena.h"
@@ -100,6 +102,11 @@ class SelfMatcher {
   const ShmGroup& world() const { return world_; }
   bool advance_sends() { return matcher_.advance_sends(0); }
   bool advance_incoming() { return matcher_.advance_incoming(0); }
+  // What the progress thread does with deferred messages: buffers those past
+  // their grace. True if it buffered any.
+  bool buffer_deferred_past_their_grace() {
+    return matcher_.buffer_deferred_pulls(/*all=*/false, P2PMatcher::Runner::progress_thread());
+  }
   // Bytes written to the ring and not yet read by the receiving side.
   uint64_t unread_bytes() const {
     const RingControl& ctl = world_.ring_control(0, 0);
@@ -405,6 +412,26 @@ TEST_F(ArenaPulled, AMessageNobodyReceivesYetIsLeftInTheArenaForItsReceive) {
   EXPECT_EQ(*got, iota_from(1007, 2048));
   EXPECT_FALSE(m_.has_deferred());
   EXPECT_EQ(m_.pulls_done(), 1u);
+}
+
+// A deferred message's grace is what buffering it would take, so a large one
+// waits longer than 1 ms for its receive: with more ranks than CPUs the next
+// message of a back-to-back exchange arrives milliseconds early (p2p.h). The
+// large message claims 256 MiB (grace: the 20 ms cap) and is never read; the
+// small one's grace (8 KiB: 2 us) has passed after 2 ms.
+TEST_F(ArenaPulled, ALargeDeferredMessageOutwaitsASmallOneForItsReceive) {
+  write_pulled(2048, 5, element(7));
+  write_pulled(size_t{64} << 20, 6, element(0));
+  m_.advance_incoming();
+  ASSERT_TRUE(m_.has_deferred());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_TRUE(m_.buffer_deferred_past_their_grace()) << "the small message is buffered";
+  EXPECT_TRUE(m_.has_deferred()) << "the large one is still left where it lies";
+  EXPECT_EQ(m_.pulls_done(), 1u) << "only the small one is acknowledged as read";
+  auto [got, work] = m_.post_recv(2048, 5);
+  ASSERT_TRUE(work->is_completed()) << "its receive takes it from the buffer";
+  work->wait();
+  EXPECT_EQ(*got, iota_from(1007, 2048));
 }
 
 TEST_F(ArenaPulled, ALocationOutsideTheSendersChunksFailsOnlyThatReceive) {

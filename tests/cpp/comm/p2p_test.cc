@@ -509,9 +509,10 @@ TEST(P2P, CrossingPulledSendsWhereOneMessageWasAlreadyDeferred) {
 // A rank that releases collie while a pulled message to it is deferred (it never
 // posted the receive) reads the message before its engine stops (p2p.h), so the
 // sender's wait completes instead of failing: rank 1 takes tag 6, sent after the
-// pulled tag 5, and releases at once, usually inside tag 5's 1 ms grace (when
-// not, the grace reads it first). Eight rounds, each in a fresh init(): without
-// the read at release about a third of the rounds failed.
+// pulled tag 5, and releases at once, often inside tag 5's grace (70 us, what
+// buffering its 280 KB takes; when not, the grace reads it first). Eight
+// rounds, each in a fresh init(): without the read at release about a third of
+// the rounds failed.
 TEST(P2P, ReleaseReadsDeferredPulledMessagesSoTheirSendsComplete) {
   RunOptions o = pulling_everything("5");
   run_ranks(
