@@ -4,6 +4,7 @@
 // Checked here: which messages stay in the ring unread until their receive is
 // posted (p2p.h), and that everything else drains as before, in order.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -106,6 +107,10 @@ class SelfMatcher {
   // their grace. True if it buffered any.
   bool buffer_deferred_past_their_grace() {
     return matcher_.buffer_deferred_pulls(/*all=*/false, P2PMatcher::Runner::progress_thread());
+  }
+  // What the engine does with them when it stops: buffers every one.
+  bool buffer_all_deferred() {
+    return matcher_.buffer_deferred_pulls(/*all=*/true, P2PMatcher::Runner::progress_thread());
   }
   // Bytes written to the ring and not yet read by the receiving side.
   uint64_t unread_bytes() const {
@@ -351,6 +356,47 @@ TEST(P2PMatcher, AWaitingReceiveOfTheWrongSizeFailsNamingBothSizes) {
   ASSERT_TRUE(work->is_completed());
   expect_size_mismatch(*work, 12, 8);
   EXPECT_EQ(*got, std::vector<int32_t>(2, -1)) << "nothing written into the receive";
+}
+
+// A pulled message read with CMA (the one-rank world agrees on it: no peer to
+// probe) whose header claims more than the sender's memory holds: the last
+// byte of the claimed range is unmapped. The message is buffered (its grace
+// passes while nobody receives): the claim's last byte is read first, before
+// a buffer of the claimed size is allocated, and fails. Its receive fails,
+// naming the read that failed; the message before it arrives intact.
+TEST(P2PMatcher, APulledMessageClaimingMoreThanItsSenderHoldsFailsOnlyItsReceive) {
+  SelfMatcher m;
+  if (!m.world().cma()) GTEST_SKIP() << "CMA is off here (COLLIE_CMA=0 or no permission)";
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* pages = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(pages, MAP_FAILED);
+  ASSERT_EQ(munmap(static_cast<uint8_t*>(pages) + page, page), 0);  // the claim's end
+  const size_t count = 2 * page / sizeof(int32_t);
+  MessageHeader h{kPulledMessageMagic, static_cast<uint32_t>(DType::Int32), /*tag=*/1, kGroupId,
+                  count * sizeof(int32_t)};
+  const uint64_t address = reinterpret_cast<uint64_t>(pages);
+  m.send(iota_from(5, 3), /*tag=*/2);  // first: send() writes at the head it knows
+  m.write_raw(&h, sizeof h);
+  m.write_raw(&address, sizeof address);
+  m.advance_incoming();
+  EXPECT_TRUE(m.buffer_all_deferred()) << "read now, as when the engine stops";
+  EXPECT_EQ(m.pulls_done(), 1u) << "acknowledged: the sender's wait ends";
+  auto [got, work] = m.post_recv(count, 1);
+  ASSERT_TRUE(work->is_completed());
+  try {
+    work->wait();
+    ADD_FAILURE() << "a message whose memory cannot be read must fail its receive";
+  } catch (const CommError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("process_vm_readv failed"), std::string::npos) << what;
+    EXPECT_EQ(what.find("no memory"), std::string::npos) << what;
+  }
+  EXPECT_EQ(*got, std::vector<int32_t>(count, -1)) << "nothing written into the receive";
+  auto [next, next_work] = m.post_recv(3, 2);
+  ASSERT_TRUE(next_work->is_completed());
+  next_work->wait();
+  EXPECT_EQ(*next, iota_from(5, 3));
+  munmap(pages, page);
 }
 
 // Arena-pulled messages (p2p.h): the ring carries a header and the payload's
