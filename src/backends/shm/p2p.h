@@ -69,14 +69,19 @@
 // message takes (kBufferingBytesPerNs), so a sender whose receiver is busy
 // elsewhere waits no longer than the copy its wait might save (2 ranks, a 64 KiB
 // send to a rank computing for 20 ms: 1.1 ms with a flat 1 ms grace, 0.12-0.17
-// ms now, most of it the receiver's progress thread waiting for a CPU), and at
-// most kPullGrace, 20 ms (80 MiB). A cap of 1 ms made a rank of a back-to-back
-// ring exchange with more ranks than CPUs buffer most large messages: the next
-// call's message arrives while the rank still waits for its own send to be
-// read, for milliseconds when messages are of several MiB, and buffering it
-// then copies it twice more (4 ranks on 2 cores, 32 MiB: 8.1-10.4 -> 3.96-4.07
-// ms a call, 64 MiB 16.4-18.1 -> 9.3-9.9 ms). (A receiver's parked progress
-// thread may not hear the
+// ms now, most of it the receiver's progress thread waiting for a CPU). Where
+// the progress thread finds the message (no caller is in a call: the owner
+// computes, or is between two calls) the grace is at most kPullGrace, 1 ms: a
+// rank computing may not receive for long (2 ranks, 32 MiB sent to a rank that
+// receives 30 ms later: the send takes 3.6-4.4 ms, against 12.0-12.3 with the
+// longer grace). Where a caller busy in another call finds it, at most
+// kBusyCallerPullGrace, 20 ms (80 MiB): that call's end is when the next receive
+// comes, and with more ranks than CPUs the ranks of a ring exchange called back
+// to back are there for milliseconds when messages are of several MiB, each
+// waiting for its own send to be read while the next call's message arrives;
+// capped at 1 ms they buffered most messages, two more copies each (4 ranks on
+// 2 cores, 32 MiB: 8.1-10.4 -> 3.96-4.07 ms a call, 64 MiB 16.4-18.1 -> 9.3-9.9
+// ms). (A receiver's parked progress thread may not hear the
 // header's ring: the waiting sender rings again, nudge_receivers().) A caller blocked in a send to
 // that source (send(), or wait() on an isend's handle) posts no receive before that send completes,
 // and the send completes only once the peer reads it: there the message is buffered at once, no
@@ -201,9 +206,11 @@ class P2PMatcher {
   // Reads the deferred messages past their grace (`all`: every one, before the
   // engine stops) into unexpected buffers. True if any was read.
   bool buffer_deferred_pulls(bool all, Runner runner);
-  // The longest grace, and the longest for a message from a rank this one is
+  // The longest grace where the progress thread finds the message, where a
+  // caller busy in another call does, and for a message from a rank this one is
   // sending to (above); shorter for messages that take less time to buffer.
-  static constexpr auto kPullGrace = std::chrono::milliseconds(20);
+  static constexpr auto kPullGrace = std::chrono::milliseconds(1);
+  static constexpr auto kBusyCallerPullGrace = std::chrono::milliseconds(20);
   static constexpr auto kCrossingGrace = std::chrono::microseconds(20);
   // Messages advance_incoming() takes from one source before it returns (saying
   // it moved): a pass over a ring full of small messages that nobody receives yet

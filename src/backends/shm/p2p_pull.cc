@@ -75,15 +75,18 @@ std::chrono::nanoseconds P2PMatcher::grace_for(int src, Runner runner, uint64_t 
   // copy out of the buffer): if the receive comes later, the sender has waited
   // at most that much in vain.
   const auto buffering = std::chrono::nanoseconds(nbytes / kBufferingBytesPerNs);
-  if (!runner.is_caller() || !sending_to(src))
-    return std::min<std::chrono::nanoseconds>(kPullGrace, buffering);
+  // No caller in a call: the owner may compute for long before it receives.
+  if (!runner.is_caller()) return std::min<std::chrono::nanoseconds>(kPullGrace, buffering);
+  // A caller in another call receives once that call ends.
+  if (!sending_to(src)) return std::min<std::chrono::nanoseconds>(kBusyCallerPullGrace, buffering);
   // A caller blocked in its send to `src` posts no receive before that send ends.
   if (is_send_to(*runner.waits_on, src)) return std::chrono::nanoseconds(0);
   return std::min<std::chrono::nanoseconds>(kCrossingGrace, buffering);
 }
 
 std::chrono::nanoseconds P2PMatcher::shortest_grace(Runner runner) const {
-  std::chrono::nanoseconds shortest = kPullGrace;
+  std::chrono::nanoseconds shortest =
+      runner.is_caller() ? std::chrono::nanoseconds(kBusyCallerPullGrace) : kPullGrace;
   for (int src = 0; src < world_.size(); ++src) {
     for (const Unexpected& u : unexpected_[static_cast<size_t>(src)]) {
       if (u.deferred) shortest = std::min(shortest, grace_for(src, runner, u.header.nbytes));

@@ -103,10 +103,10 @@ class SelfMatcher {
   const ShmGroup& world() const { return world_; }
   bool advance_sends() { return matcher_.advance_sends(0); }
   bool advance_incoming() { return matcher_.advance_incoming(0); }
-  // What the progress thread does with deferred messages: buffers those past
+  // What a pass by `runner` does with deferred messages: buffers those past
   // their grace. True if it buffered any.
-  bool buffer_deferred_past_their_grace() {
-    return matcher_.buffer_deferred_pulls(/*all=*/false, P2PMatcher::Runner::progress_thread());
+  bool buffer_deferred_past_their_grace(P2PMatcher::Runner runner) {
+    return matcher_.buffer_deferred_pulls(/*all=*/false, runner);
   }
   // What the engine does with them when it stops: buffers every one.
   bool buffer_all_deferred() {
@@ -460,24 +460,38 @@ TEST_F(ArenaPulled, AMessageNobodyReceivesYetIsLeftInTheArenaForItsReceive) {
   EXPECT_EQ(m_.pulls_done(), 1u);
 }
 
-// A deferred message's grace is what buffering it would take, so a large one
-// waits longer than 1 ms for its receive: with more ranks than CPUs the next
-// message of a back-to-back exchange arrives milliseconds early (p2p.h). The
-// large message claims 256 MiB (grace: the 20 ms cap) and is never read; the
-// small one's grace (8 KiB: 2 us) has passed after 2 ms.
-TEST_F(ArenaPulled, ALargeDeferredMessageOutwaitsASmallOneForItsReceive) {
-  write_pulled(2048, 5, element(7));
-  write_pulled(size_t{64} << 20, 6, element(0));
+// A deferred message's grace is what buffering it would take, at most 20 ms
+// where a caller busy in another call runs the pass (its next receive comes
+// when that call ends: with more ranks than CPUs a back-to-back exchange's next
+// message arrives milliseconds early) and at most 1 ms where the progress
+// thread does (the owner may be computing). 32 MiB (buffering: 8.4 ms), 1.5 ms
+// after it arrived: the caller leaves it where it lies, the progress thread
+// reads it, and its receive takes it whole from the buffer.
+TEST_F(ArenaPulled, ALargeDeferredMessageWaitsLongerForABusyCallerThanForTheProgressThread) {
+  const size_t count = size_t{8} << 20;  // int32: 32 MiB
+  auto [data, free_large] = arena_.allocate(count * sizeof(int32_t));
+  ASSERT_NE(data, nullptr);
+  auto* large = static_cast<int32_t*>(data);
+  for (size_t i = 0; i < count; ++i) large[i] = static_cast<int32_t>(3 * i);
+  write_pulled(count, 6, arena_.locate(large, sizeof(int32_t)));
   m_.advance_incoming();
   ASSERT_TRUE(m_.has_deferred());
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  EXPECT_TRUE(m_.buffer_deferred_past_their_grace()) << "the small message is buffered";
-  EXPECT_TRUE(m_.has_deferred()) << "the large one is still left where it lies";
-  EXPECT_EQ(m_.pulls_done(), 1u) << "only the small one is acknowledged as read";
-  auto [got, work] = m_.post_recv(2048, 5);
+  std::this_thread::sleep_for(std::chrono::microseconds(1500));
+  OpInfo in_a_collective;
+  in_a_collective.kind = OpKind::AllReduce;
+  const Work busy_caller(in_a_collective);
+  EXPECT_FALSE(m_.buffer_deferred_past_their_grace(P2PMatcher::Runner::caller(busy_caller)));
+  EXPECT_TRUE(m_.has_deferred()) << "a busy caller leaves it where it lies";
+  EXPECT_TRUE(m_.buffer_deferred_past_their_grace(P2PMatcher::Runner::progress_thread()))
+      << "the progress thread reads it";
+  EXPECT_FALSE(m_.has_deferred());
+  EXPECT_EQ(m_.pulls_done(), 1u) << "acknowledged: the sender's wait ends";
+  auto [got, work] = m_.post_recv(count, 6);
   ASSERT_TRUE(work->is_completed()) << "its receive takes it from the buffer";
   work->wait();
-  EXPECT_EQ(*got, iota_from(1007, 2048));
+  for (size_t i = 0; i < count; i += 4093) ASSERT_EQ((*got)[i], static_cast<int32_t>(3 * i)) << i;
+  EXPECT_EQ(got->back(), static_cast<int32_t>(3 * (count - 1)));
+  free_large(large);
 }
 
 TEST_F(ArenaPulled, ALocationOutsideTheSendersChunksFailsOnlyThatReceive) {
