@@ -62,8 +62,8 @@ void cma_move(bool write, pid_t pid, uint8_t* local, uint64_t remote, size_t n,
       if (moved < 0 && errno == EINTR) continue;
       throw CommError(
           std::string(write ? "writing " : "reading ") + std::to_string(n) +
-          (write ? " bytes to rank " : " bytes from rank ") + std::to_string(peer_world_rank) +
-          " (pid " + std::to_string(pid) +
+          (n == 1 ? " byte" : " bytes") + (write ? " to rank " : " from rank ") +
+          std::to_string(peer_world_rank) + " (pid " + std::to_string(pid) +
           (write ? ") with process_vm_writev" : ") with process_vm_readv") +
           " failed: " + (moved < 0 ? std::string(std::strerror(errno)) : "nothing copied") +
           " (did it exit or free the tensor?)");
