@@ -74,7 +74,11 @@
 // computes, or is between two calls) the grace is at most kPullGrace, 1 ms: a
 // rank computing may not receive for long (2 ranks, 32 MiB sent to a rank that
 // receives 30 ms later: the send takes 3.6-4.4 ms, against 12.0-12.3 with the
-// longer grace). Where a caller busy in another call finds it, at most
+// longer grace). Where a caller blocked in a receive from the same source finds
+// it, at most kCrossingGrace: the receive waits for a later message from that
+// source, which may come only once this one is read (the source blocked in this
+// send, its receiver in a receive of another tag). Where a caller busy in
+// another call finds it, at most
 // kBusyCallerPullGrace, 20 ms (80 MiB): that call's end is when the next receive
 // comes, and with more ranks than CPUs the ranks of a ring exchange called back
 // to back are there for milliseconds when messages are of several MiB, each
@@ -356,6 +360,8 @@ class P2PMatcher {
   bool sending_to(int peer) const;
   // `work` is a send (send(), an isend's wait()) to `peer` not yet completed.
   bool is_send_to(const Work& work, int peer) const;
+  // `work` is a receive (recv(), an irecv's wait()) from `peer` still posted.
+  bool is_receive_from(const Work& work, int peer) const;
   // How long a deferred message of `nbytes` from `src` waits for its receive (above).
   std::chrono::nanoseconds grace_for(int src, Runner runner, uint64_t nbytes) const;
   // Reads pulled message `u` from `src` into its unexpected buffer.

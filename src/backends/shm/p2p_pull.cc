@@ -70,6 +70,13 @@ bool P2PMatcher::is_send_to(const Work& work, int peer) const {
          holds(awaiting_pull_[static_cast<size_t>(peer)]);
 }
 
+bool P2PMatcher::is_receive_from(const Work& work, int peer) const {
+  if (work.info().kind != OpKind::Recv) return false;
+  const auto& posted = posted_[static_cast<size_t>(peer)];
+  return std::any_of(posted.begin(), posted.end(),
+                     [&](const Recv& r) { return r.req.work.get() == &work; });
+}
+
 std::chrono::nanoseconds P2PMatcher::grace_for(int src, Runner runner, uint64_t nbytes) const {
   // No longer than buffering the message would take (a copy, and the receive's
   // copy out of the buffer): if the receive comes later, the sender has waited
@@ -77,6 +84,10 @@ std::chrono::nanoseconds P2PMatcher::grace_for(int src, Runner runner, uint64_t 
   const auto buffering = std::chrono::nanoseconds(nbytes / kBufferingBytesPerNs);
   // No caller in a call: the owner may compute for long before it receives.
   if (!runner.is_caller()) return std::min<std::chrono::nanoseconds>(kPullGrace, buffering);
+  // A caller blocked in a receive from `src` waits for a later message from it,
+  // which may come only once this one is read.
+  if (is_receive_from(*runner.waits_on, src))
+    return std::min<std::chrono::nanoseconds>(kCrossingGrace, buffering);
   // A caller in another call receives once that call ends.
   if (!sending_to(src)) return std::min<std::chrono::nanoseconds>(kBusyCallerPullGrace, buffering);
   // A caller blocked in its send to `src` posts no receive before that send ends.

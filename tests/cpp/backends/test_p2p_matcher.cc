@@ -513,6 +513,40 @@ TEST_F(ArenaPulled, ALargeDeferredMessageWaitsLongerForABusyCallerThanForTheProg
   free_large(large);
 }
 
+// A caller blocked in a receive from the sender waits for a later message from
+// it, which may come only once the deferred one is read (the sender blocked in
+// that send: two tags received in the other order): the short crossing grace,
+// not a busy caller's. 1 MiB (buffering: 262 us): read 100 us after it arrived
+// by the blocked receive's pass, then received from the buffer.
+TEST_F(ArenaPulled, AMessageDeferredWhileTheCallerAwaitsAnotherFromItsSenderIsReadSoon) {
+  const size_t count = size_t{256} << 10;  // int32: 1 MiB
+  auto [data, free_block] = arena_.allocate(count * sizeof(int32_t));
+  ASSERT_NE(data, nullptr);
+  auto* block = static_cast<int32_t*>(data);
+  for (size_t i = 0; i < count; ++i) block[i] = static_cast<int32_t>(7 * i);
+  auto [later, later_work] = m_.post_recv(4, /*tag=*/9);  // the caller waits on this
+  write_pulled(count, /*tag=*/6, arena_.locate(block, sizeof(int32_t)));
+  m_.advance_incoming();
+  ASSERT_TRUE(m_.has_deferred()) << "tag 6 matches no posted receive";
+  const auto blocked_in_receive = P2PMatcher::Runner::caller(*later_work);
+  OpInfo in_a_collective;
+  in_a_collective.kind = OpKind::AllReduce;
+  const Work busy_caller(in_a_collective);
+  EXPECT_EQ(m_.shortest_grace(blocked_in_receive), P2PMatcher::kCrossingGrace);
+  EXPECT_EQ(m_.shortest_grace(P2PMatcher::Runner::caller(busy_caller)),
+            std::chrono::nanoseconds(count * sizeof(int32_t) / 4));
+  std::this_thread::sleep_for(std::chrono::microseconds(100));
+  EXPECT_TRUE(m_.buffer_deferred_past_their_grace(blocked_in_receive));
+  EXPECT_EQ(m_.pulls_done(), 1u) << "acknowledged: the sender's wait ends";
+  auto [got, work] = m_.post_recv(count, 6);
+  ASSERT_TRUE(work->is_completed()) << "its receive takes it from the buffer";
+  work->wait();
+  for (size_t i = 0; i < count; i += 1021) ASSERT_EQ((*got)[i], static_cast<int32_t>(7 * i)) << i;
+  EXPECT_EQ(got->back(), static_cast<int32_t>(7 * (count - 1)));
+  EXPECT_FALSE(later_work->is_completed()) << "tag 9 never came";
+  free_block(block);
+}
+
 TEST_F(ArenaPulled, ALocationOutsideTheSendersChunksFailsOnlyThatReceive) {
   auto [past, w_past] = m_.post_recv(8, 1);
   auto [none, w_none] = m_.post_recv(8, 2);
