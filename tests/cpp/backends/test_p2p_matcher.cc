@@ -418,6 +418,7 @@ class ArenaPulled : public ::testing::Test {
     for (int32_t i = 0; i < 3 * 1024; ++i) block_[i] = 1000 + i;
   }
   void TearDown() override {
+    for (auto& [values, free_block] : more_blocks_) free_block(values);
     free_block_(block_);
     arena_.shutdown();
   }
@@ -433,11 +434,33 @@ class ArenaPulled : public ::testing::Test {
   }
   // Where element `first` of the block lies in the arena.
   ArenaRef element(size_t first) const { return arena_.locate(block_ + first, sizeof(int32_t)); }
+  // Posts a receive of `count` int32 with `tag`, which the buffered message
+  // completes at once with the values filled_block(count, step) wrote.
+  void expect_received_from_buffer(size_t count, int64_t tag, int32_t step) {
+    auto [got, work] = m_.post_recv(count, tag);
+    ASSERT_TRUE(work->is_completed()) << "the receive takes the message from its buffer";
+    work->wait();
+    for (size_t i = 0; i < count; i += 1021) {
+      ASSERT_EQ((*got)[i], step * static_cast<int32_t>(i)) << "element " << i;
+    }
+    EXPECT_EQ(got->back(), step * static_cast<int32_t>(count - 1));
+  }
+  // A block of `count` int32 in the arena, element i = step * i; freed at
+  // TearDown.
+  int32_t* filled_block(size_t count, int32_t step) {
+    auto [data, free_block] = arena_.allocate(count * sizeof(int32_t));
+    if (data == nullptr) return nullptr;
+    auto* values = static_cast<int32_t*>(data);
+    for (size_t i = 0; i < count; ++i) values[i] = step * static_cast<int32_t>(i);
+    more_blocks_.emplace_back(values, std::move(free_block));
+    return values;
+  }
 
   SelfMatcher m_;
   SharedArena& arena_ = SharedArena::instance();
   int32_t* block_ = nullptr;
   std::function<void(void*)> free_block_;
+  std::vector<std::pair<int32_t*, std::function<void(void*)>>> more_blocks_;  // filled_block()
 };
 
 TEST_F(ArenaPulled, APostedReceiveGetsThePayloadFromTheChunkItNames) {
@@ -475,10 +498,8 @@ TEST_F(ArenaPulled, AMessageNobodyReceivesYetIsLeftInTheArenaForItsReceive) {
 // checked: it may then rightly read the message.)
 TEST_F(ArenaPulled, ALargeDeferredMessageWaitsLongerForABusyCallerThanForTheProgressThread) {
   const size_t count = size_t{8} << 20;  // int32: 32 MiB
-  auto [data, free_large] = arena_.allocate(count * sizeof(int32_t));
-  ASSERT_NE(data, nullptr);
-  auto* large = static_cast<int32_t*>(data);
-  for (size_t i = 0; i < count; ++i) large[i] = static_cast<int32_t>(3 * i);
+  int32_t* large = filled_block(count, 3);
+  ASSERT_NE(large, nullptr);
   write_pulled(count, 6, arena_.locate(large, sizeof(int32_t)));
   const auto before_arrival = std::chrono::steady_clock::now();
   m_.advance_incoming();
@@ -505,12 +526,7 @@ TEST_F(ArenaPulled, ALargeDeferredMessageWaitsLongerForABusyCallerThanForTheProg
   }
   EXPECT_FALSE(m_.has_deferred());
   EXPECT_EQ(m_.pulls_done(), 1u) << "acknowledged: the sender's wait ends";
-  auto [got, work] = m_.post_recv(count, 6);
-  ASSERT_TRUE(work->is_completed()) << "its receive takes it from the buffer";
-  work->wait();
-  for (size_t i = 0; i < count; i += 4093) ASSERT_EQ((*got)[i], static_cast<int32_t>(3 * i)) << i;
-  EXPECT_EQ(got->back(), static_cast<int32_t>(3 * (count - 1)));
-  free_large(large);
+  expect_received_from_buffer(count, 6, 3);
 }
 
 // A caller blocked in a receive from the sender waits for a later message from
@@ -520,10 +536,8 @@ TEST_F(ArenaPulled, ALargeDeferredMessageWaitsLongerForABusyCallerThanForTheProg
 // by the blocked receive's pass, then received from the buffer.
 TEST_F(ArenaPulled, AMessageDeferredWhileTheCallerAwaitsAnotherFromItsSenderIsReadSoon) {
   const size_t count = size_t{256} << 10;  // int32: 1 MiB
-  auto [data, free_block] = arena_.allocate(count * sizeof(int32_t));
-  ASSERT_NE(data, nullptr);
-  auto* block = static_cast<int32_t*>(data);
-  for (size_t i = 0; i < count; ++i) block[i] = static_cast<int32_t>(7 * i);
+  int32_t* block = filled_block(count, 7);
+  ASSERT_NE(block, nullptr);
   auto [later, later_work] = m_.post_recv(4, /*tag=*/9);  // the caller waits on this
   write_pulled(count, /*tag=*/6, arena_.locate(block, sizeof(int32_t)));
   m_.advance_incoming();
@@ -538,13 +552,8 @@ TEST_F(ArenaPulled, AMessageDeferredWhileTheCallerAwaitsAnotherFromItsSenderIsRe
   std::this_thread::sleep_for(std::chrono::microseconds(100));
   EXPECT_TRUE(m_.buffer_deferred_past_their_grace(blocked_in_receive));
   EXPECT_EQ(m_.pulls_done(), 1u) << "acknowledged: the sender's wait ends";
-  auto [got, work] = m_.post_recv(count, 6);
-  ASSERT_TRUE(work->is_completed()) << "its receive takes it from the buffer";
-  work->wait();
-  for (size_t i = 0; i < count; i += 1021) ASSERT_EQ((*got)[i], static_cast<int32_t>(7 * i)) << i;
-  EXPECT_EQ(got->back(), static_cast<int32_t>(7 * (count - 1)));
+  expect_received_from_buffer(count, 6, 7);
   EXPECT_FALSE(later_work->is_completed()) << "tag 9 never came";
-  free_block(block);
 }
 
 TEST_F(ArenaPulled, ALocationOutsideTheSendersChunksFailsOnlyThatReceive) {
