@@ -78,15 +78,15 @@
 // it, at most kCrossingGrace: the receive waits for a later message from that
 // source, which may come only once this one is read (the source blocked in this
 // send, its receiver in a receive of another tag). Where a caller busy in
-// another call finds it, at most
-// kBusyCallerPullGrace, 20 ms (80 MiB): that call's end is when the next receive
-// comes, and with more ranks than CPUs the ranks of a ring exchange called back
-// to back are there for milliseconds when messages are of several MiB, each
-// waiting for its own send to be read while the next call's message arrives;
-// capped at 1 ms they buffered most messages, two more copies each (4 ranks on
-// 2 cores, 32 MiB: 8.1-10.4 -> 3.96-4.07 ms a call, 64 MiB 16.4-18.1 -> 9.3-9.9
-// ms). (A receiver's parked progress thread may not hear the
-// header's ring: the waiting sender rings again, nudge_receivers().) A caller blocked in a send to
+// another call finds it, at most kBusyCallerPullGrace, 20 ms (80 MiB): that
+// call's end is when the next receive comes, and with more ranks than CPUs the
+// ranks of a ring exchange called back to back are there for milliseconds when
+// messages are of several MiB, each waiting for its own send to be read while
+// the next call's message arrives; capped at 1 ms they buffered most messages,
+// two more copies each (4 ranks on 2 cores, 32 MiB: 8.1-10.4 -> 3.96-4.07 ms a
+// call, 64 MiB 16.4-18.1 -> 9.3-9.9 ms). (A receiver's parked progress thread
+// may not hear the header's ring: the waiting sender rings again,
+// nudge_receivers().) A caller blocked in a send to
 // that source (send(), or wait() on an isend's handle) posts no receive before that send completes,
 // and the send completes only once the peer reads it: there the message is buffered at once, no
 // grace (both ranks sending first, then receiving, the usual head-to-head exchange; 2 ranks,
