@@ -129,24 +129,49 @@ class DirectOp : public StepOp {
   void consume(size_t step, const std::vector<const uint8_t*>& slots) final {
     if (step != 0) return;
     for (size_t p = 0; p < n_; ++p) {
-      if (p == me_) {
-        ins_[p] = static_cast<const uint8_t*>(buffers_.in);
-        outs_[p] = static_cast<uint8_t*>(buffers_.out);
-        continue;
-      }
-      if (!waits_for(static_cast<int>(p))) continue;  // a rank whose buffers this one never touches
-      Descriptor d;
-      std::memcpy(&d, slots[p], sizeof d);
-      if (buffers_.cma) {  // addresses in the peer's process, only ever read through pull()
-        ins_[p] = d.in.present ? reinterpret_cast<const uint8_t*>(d.in.offset) : nullptr;
-        outs_[p] = d.out.present ? reinterpret_cast<uint8_t*>(d.out.offset) : nullptr;
-        continue;
-      }
-      const int owner = group().world_rank(static_cast<int>(p));
-      ins_[p] = d.in.present ? engine_.peer_arenas().resolve(owner, d.in, in_bytes(p)) : nullptr;
-      outs_[p] = d.out.present ? engine_.peer_arenas().resolve(owner, d.out, out_bytes(p)) : nullptr;
+      // Not a rank whose buffers this one never touches.
+      if (p == me_ || waits_for(static_cast<int>(p))) resolve(p, slots[p]);
     }
     transfer();
+  }
+
+  // Has this rank's transfer with each rank (transfer_with) run as soon as that
+  // rank's step 0 shows, its own first, instead of all of them once every
+  // rank's has (step_op.h, consume_as_ranks_arrive); transfer() then does the
+  // ones not done (transferred_with). For ops whose transfer splits so.
+  void transfer_as_ranks_arrive() { consume_as_ranks_arrive(0); }
+  // This rank's share of the transfer that touches group rank p's buffers, or
+  // this rank's alone for p == me_ (ins_[p], outs_[p] are resolved).
+  virtual void transfer_with(size_t /*p*/) {}
+  // Whether transfer_with(p) already ran as p came.
+  bool transferred_with(size_t p) const { return p < 64 && (transferred_ >> p & 1) != 0; }
+
+  void consume_arrived(size_t step, int rank, const uint8_t* slot) final {
+    if (step != 0) return;
+    const auto p = static_cast<size_t>(rank);
+    resolve(p, slot);
+    transfer_with(p);
+    transferred_ |= uint64_t{1} << p;
+  }
+
+  // ins_[p] and outs_[p] from rank p's step 0 (its Descriptor, in `slot`), or
+  // this rank's own buffers.
+  void resolve(size_t p, const uint8_t* slot) {
+    if (p == me_) {
+      ins_[p] = static_cast<const uint8_t*>(buffers_.in);
+      outs_[p] = static_cast<uint8_t*>(buffers_.out);
+      return;
+    }
+    Descriptor d;
+    std::memcpy(&d, slot, sizeof d);
+    if (buffers_.cma) {  // addresses in the peer's process, only ever read through pull()
+      ins_[p] = d.in.present ? reinterpret_cast<const uint8_t*>(d.in.offset) : nullptr;
+      outs_[p] = d.out.present ? reinterpret_cast<uint8_t*>(d.out.offset) : nullptr;
+      return;
+    }
+    const int owner = group().world_rank(static_cast<int>(p));
+    ins_[p] = d.in.present ? engine_.peer_arenas().resolve(owner, d.in, in_bytes(p)) : nullptr;
+    outs_[p] = d.out.present ? engine_.peer_arenas().resolve(owner, d.out, out_bytes(p)) : nullptr;
   }
 
   // dst[0, len) = op over ranks, in rank order, of their inputs at `offset` bytes.
@@ -234,6 +259,7 @@ class DirectOp : public StepOp {
 
  private:
   std::vector<const uint8_t*> srcs_;  // scratch of reduce_inputs()
+  uint64_t transferred_ = 0;          // bit p: transfer_with(p) ran as p came
 };
 
 // Same-sized buffers on every rank: `in_elems` in, `out_elems` out (0: none).
@@ -352,30 +378,47 @@ class DirectBroadcast final : public SymmetricOp {
 // queued on its pages: read as before.
 inline constexpr size_t kAllGatherPushBelowBytes = 2u << 20;
 
+// From kAllGatherEarlyBytes per rank a rank moves its piece to (or the piece
+// from) each rank as soon as that rank's step 0 shows, its own first
+// (transfer_as_ranks_arrive), instead of once every rank has come: with more
+// ranks than cores the ranks that run first do their share while the others
+// wait for a core.
+inline constexpr size_t kAllGatherEarlyBytes = 64u << 10;
+
 class DirectAllGather final : public SymmetricOp {
  public:
   DirectAllGather(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype)
-      : SymmetricOp(c, b, dtype, count, count * static_cast<size_t>(c.group->size())) {}
+      : SymmetricOp(c, b, dtype, count, count * static_cast<size_t>(c.group->size())),
+        bytes_(count * esize_),
+        stream_(stream_gathered_output(out_elems_ * esize_)),
+        push_(b.cma && bytes_ < kAllGatherPushBelowBytes &&
+              n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess)) {
+    if (bytes_ >= kAllGatherEarlyBytes) transfer_as_ranks_arrive();
+  }
 
  protected:
   void transfer() override {
-    const size_t bytes = in_elems_ * esize_;
-    const bool stream = stream_gathered_output(out_elems_ * esize_);
-    if (buffers_.cma && bytes < kAllGatherPushBelowBytes &&
-        n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess)) {
-      for (size_t i = 0; i < n_; ++i) {
-        const size_t p = (me_ + i) % n_;
-        push(p, out_of(p) + me_ * bytes, ins_[me_], bytes, stream);
-      }
-      return;
-    }
-    // Each rank starts with the next rank's piece, so with N > 2 the ranks read
+    // Pushed: this rank's own output first, then the next rank's on. Pulled:
+    // each rank starts with the next rank's piece, so with N > 2 the ranks read
     // different sources at any moment instead of all reading rank 0 first.
-    for (size_t i = 1; i <= n_; ++i) {
+    for (size_t i = push_ ? 0 : 1; i <= n_ - (push_ ? 1 : 0); ++i) {
       const size_t p = (me_ + i) % n_;
-      pull(out_of(me_) + p * bytes, p, ins_[p], bytes, stream);
+      if (!transferred_with(p)) transfer_with(p);
     }
   }
+
+  void transfer_with(size_t p) override {
+    if (push_) {
+      push(p, out_of(p) + me_ * bytes_, ins_[me_], bytes_, stream_);
+    } else {
+      pull(out_of(me_) + p * bytes_, p, ins_[p], bytes_, stream_);
+    }
+  }
+
+ private:
+  size_t bytes_;  // per rank
+  bool stream_;   // streaming stores into a large gathered output
+  bool push_;     // each rank writes its input into every output (else reads every input)
 };
 
 // Each rank writes its own piece into the root's output: in the arena directly,

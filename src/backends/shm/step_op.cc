@@ -162,6 +162,39 @@ bool StepOp::peers_ready(uint64_t step) const {
   return ready;
 }
 
+// While the current step waits: the ranks whose step now shows, with this op's
+// fingerprint, to consume_arrived() (consume_as_ranks_arrive), this rank
+// first, then from the next rank on (with more than two ranks, those that came
+// together then read different ranks' memory first). A rank stamped with
+// another call is left to check_fingerprints, which names it once every rank
+// has come. Whether any was handed over.
+bool StepOp::consume_arrivals() {
+  if (index_ != early_index_) return false;
+  const int me = group_.rank(), n = group_.size();
+  bool any = false;
+  for (int i = 0; i < n; ++i) {
+    const int p = (me + i) % n;
+    if (p >= 64) continue;
+    const uint64_t bit = uint64_t{1} << p;
+    if ((arrived_ & bit) != 0) continue;
+    if (p != me &&
+        (!published(group_, p, step_) || !stamped_with(group_, p, step_, fingerprint_.words))) {
+      continue;
+    }
+    arrived_ |= bit;
+    any = true;
+    try {
+      consume_arrived(index_, p, data_of(p, step_));
+    } catch (const CommError&) {
+      // Moving data early is an offer: a read or write that fails (p gave the
+      // call up, say on a mismatch with a rank this one has not seen yet, and
+      // its memory is gone) is left to consume(), which runs after every check,
+      // so the call fails with what went wrong rather than with its symptom.
+    }
+  }
+  return any;
+}
+
 // Data of more than kPrefetchedLines lines, in a small slot or a slot: once a
 // peer's flag shows, the step's data there is complete and nobody writes it, so
 // its first lines are asked for all at once, and they cross together instead of
@@ -316,12 +349,17 @@ Progress StepOp::advance() {
       // are in flight together. The ring is only delayed by that one load.
       const bool ready = peers_ready(step_);
       engine_.ring_peers(group_);
-      if (!ready) return Progress::Advanced;
+      if (!ready) {
+        arrived_ = 0;
+        consume_arrivals();
+        return Progress::Advanced;
+      }
     } else if (!peers_ready(step_)) {
       // Meanwhile, earlier eager calls that became comparable are compared: a
       // mismatch is reported as soon as it shows, not when a peer that stopped
       // at it is found dead or late.
       if (group_.unchecked_count != 0) check_unchecked_calls(group_, 0, fingerprint_.words[2]);
+      moved |= consume_arrivals();
       return moved ? Progress::Advanced : Progress::Blocked;
     }
     prefetch_ready_data();

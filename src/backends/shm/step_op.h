@@ -15,6 +15,14 @@
 // Chunking large tensors into steps bounds the staging memory. Step numbers are
 // per group and never reset, so they also order consecutive operations.
 //
+// Ranks handled as they come. An op whose step moves data per rank (all_to_all's
+// pulled pieces, the single-copy all_gather) may have 3 hand each rank whose
+// step shows to consume_arrived() while the step still waits for the others
+// (consume_as_ranks_arrive); consume() then does the rest once every rank has
+// come, and what failed early (a read from a rank that gave the call up) again
+// after every check. With more ranks than cores the ranks that run first do
+// their share while the others wait for a core.
+//
 // Eager rooted calls. In a staged rooted call (make_eager) a rank waits in step 3
 // of every step only for the ranks whose data it reads: a broadcast's or
 // scatter's root and a reduce's or gather's non-roots read nobody's and return
@@ -116,6 +124,22 @@ class StepOp : public OpState {
   // read there. Nothing for data in the step lines, which come with the flags,
   // nor for 0 bytes (a rank that reads none of its peers' data).
   void prefetch_peers_data(size_t offset, size_t bytes);
+  // Has step `index` of the op hand each rank's step to consume_arrived() as
+  // soon as it shows (published, with this op's fingerprint), this rank's own
+  // first, while the step still waits for the others; consume() then runs as
+  // usual once every rank's has. For a step whose reads take long, so a rank
+  // that arrived early does its share while late ranks are still coming, as
+  // MPI's nonblocking exchanges do (4 ranks on 2 cores after a barrier: the
+  // running ranks read each other's pieces before the others are scheduled).
+  // Group ranks from 64 on go to consume() only. The same choice need not be
+  // made on every rank.
+  void consume_as_ranks_arrive(size_t index) { early_index_ = index; }
+  // Rank p's step `step` shows (p may be this rank; called once per rank and
+  // step, before consume()): the op may read what it can of it. Its reads must
+  // be safe by p's step alone: the others' are not checked yet, and consume()
+  // may still fail the call (the peers' fingerprints, an op's own checks). A
+  // CommError it throws is dropped: what it did not finish, consume() must do.
+  virtual void consume_arrived(size_t /*step*/, int /*p*/, const uint8_t* /*data*/) {}
   // This rank's slot for the step after the one being consumed. Inside consume()
   // it is already free: every peer published ready for this step, so every peer
   // finished reading the step before it, which used that slot.
@@ -154,7 +178,13 @@ class StepOp : public OpState {
   // as the last of them.
   int step_sources_[kStepsWithSources] = {kEveryRank, kEveryRank};
 
+  // consume_as_ranks_arrive: the step index, and which ranks (bit p) its
+  // current step has handed to consume_arrived().
+  size_t early_index_ = SIZE_MAX;
+  uint64_t arrived_ = 0;
+
   bool peers_freed(uint64_t step) const;
+  bool consume_arrivals();
   bool peers_ready(uint64_t step) const;
   void prefetch_ready_data() const;
   uint8_t* data_of(int group_rank, uint64_t step) const;

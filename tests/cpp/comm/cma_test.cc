@@ -16,7 +16,9 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <thread>
 
@@ -827,6 +829,193 @@ TEST_P(CmaStagedAllToAll, LargePiecesFromInputsOnEitherPageSize) {
               "all_to_all list form, rank " + std::to_string(rank) + " from rank " +
                   std::to_string(from));
         }
+      },
+      o);
+}
+
+// Runs `call` (which starts a collective asynchronously on 3 ranks and returns
+// its handle) with rank 2 late: ranks 0 and 1 start it, then wait, with a
+// deadline, until `moved` (a byte counter: cma_bytes_read or _written) shows
+// `early_bytes` more, and only then meet rank 2 at a barrier of group
+// "late_side", after which rank 2 starts it. Every rank then waits for it.
+void call_with_rank_two_late(int rank, const std::function<CommHandle()>& call, uint64_t (*moved)(),
+                             uint64_t early_bytes, const std::string& what) {
+  const uint64_t before = moved();
+  if (rank == 2) {
+    barrier("late_side");
+    call().wait();
+    return;
+  }
+  CommHandle handle = call();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (moved() - before < early_bytes) {
+    RCHECK(std::chrono::steady_clock::now() < deadline)
+        << what << ": rank " << rank << " moved " << moved() - before << " of the " << early_bytes
+        << " bytes it shares with its early peer in 20 s while rank 2 had not called";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  barrier("late_side");
+  handle.wait();
+}
+
+// all_to_all and all_gather move data between two ranks as soon as both have
+// come, not once every rank has (StepOp::consume_as_ranks_arrive): on 3 ranks,
+// ranks 0 and 1 read or write each other's piece with CMA while rank 2 has not
+// called yet (call_with_rank_two_late). Each piece then crosses once in all
+// (the byte counters show no second copy), and every element arrives on every
+// rank: all_to_all's 1 MiB pieces, all_gather's 3 MiB inputs (each rank reads
+// them) and 1 MiB ones (each rank writes its own into every output). A second
+// all_to_all, where rank 2 sends rank 0 fewer elements than rank 0 expects,
+// still fails on every rank after ranks 0 and 1 read each other's pieces: the
+// whole count matrix is checked once every rank has come. Without CMA (a
+// system that forbids it) nothing moves early and the values are checked the
+// same.
+TEST(CmaEarlyRanks, PiecesMoveBetweenTheRanksThatCameWhileAnotherIsLate) {
+  RunOptions o;
+  // CMA for these sizes on any machine, whatever its CPU count.
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
+  run_ranks(
+      3,
+      [](int rank) {
+        const DType dt = DType::Float32;
+        const bool cma = cma_works_here();
+        create_group("late_side", {0, 1, 2});
+        create_group("late_mismatch", {0, 1, 2});
+
+        // all_to_all: element k of the piece from i to j holds pattern_value(dt, 4 * i + j, k).
+        const int64_t piece = (1 << 20) / 4;
+        const uint64_t piece_bytes = static_cast<uint64_t>(piece) * 4;
+        Tensor x = make_tensor({3 * piece}, dt, [&](int64_t k) {
+          return pattern_value(dt, 4 * rank + static_cast<int>(k / piece), k % piece);
+        });
+        Tensor y;
+        uint64_t before = collie::detail::cma_bytes_read();
+        call_with_rank_two_late(
+            rank,
+            [&] {
+              auto [out, handle] = all_to_all_single_with_output_shape({3 * piece}, x, {}, {},
+                                                                       WORLD, /*async_op=*/true);
+              y = out;
+              return handle;
+            },
+            collie::detail::cma_bytes_read, cma ? piece_bytes : 0, "all_to_all");
+        RCHECK_EQ(collie::detail::cma_bytes_read() - before, cma ? 2 * piece_bytes : 0)
+            << "all_to_all, rank " << rank << ": each peer's piece read once";
+        check_tensor(
+            y, dt, {3 * piece},
+            [&](int64_t k) {
+              return pattern_value(dt, 4 * static_cast<int>(k / piece) + rank, k % piece);
+            },
+            "all_to_all, rank " + std::to_string(rank));
+
+        // all_gather: rank i's input holds pattern_value(dt, 20 + i, k); read
+        // from 2 MiB per rank, written below.
+        for (const int64_t count : {int64_t{3 << 20} / 4, int64_t{1 << 20} / 4}) {
+          const uint64_t bytes = static_cast<uint64_t>(count) * 4;
+          const bool read = bytes >= (2u << 20);
+          uint64_t (*moved)() =
+              read ? collie::detail::cma_bytes_read : collie::detail::cma_bytes_written;
+          const std::string what =
+              "all_gather of " + std::to_string(bytes) + " bytes, rank " + std::to_string(rank);
+          Tensor in =
+              make_tensor({count}, dt, [&](int64_t k) { return pattern_value(dt, 20 + rank, k); });
+          Tensor gathered;
+          before = moved();
+          call_with_rank_two_late(
+              rank,
+              [&] {
+                auto [out, handle] = all_gather_into_tensor(in, WORLD, /*async_op=*/true);
+                gathered = out;
+                return handle;
+              },
+              moved, cma ? bytes : 0, what);
+          RCHECK_EQ(moved() - before, cma ? 2 * bytes : 0) << what << ": each piece moved once";
+          check_tensor(
+              gathered, dt, {3 * count},
+              [&](int64_t k) {
+                return pattern_value(dt, 20 + static_cast<int>(k / count), k % count);
+              },
+              what);
+        }
+
+        // Rank 2 sends rank 0 one element fewer than rank 0 expects.
+        std::vector<int64_t> send = {piece, piece, piece}, recv = {piece, piece, piece};
+        if (rank == 2) send[0] = piece - 1;
+        Tensor z = Tensor::zeros({send[0] + send[1] + send[2]}, dt);
+        const int64_t received = recv[0] + recv[1] + recv[2];
+        try {
+          call_with_rank_two_late(
+              rank,
+              [&] {
+                return all_to_all_single_with_output_shape({received}, z, recv, send,
+                                                           "late_mismatch", /*async_op=*/true)
+                    .second;
+              },
+              collie::detail::cma_bytes_read, cma ? piece_bytes : 0, "mismatched all_to_all");
+          RCHECK(false) << "rank " << rank << ": a count mismatch after early reads did not fail";
+        } catch (const CommError& e) {
+          RCHECK(contains(e.what(), "send and receive sizes disagree") &&
+                 contains(e.what(), "rank 2 sends " + std::to_string(piece - 1) +
+                                        " elements to rank 0, which expects " +
+                                        std::to_string(piece)))
+              << "rank " << rank << ": " << e.what();
+        }
+      },
+      o);
+}
+
+// A move tried as a rank came that fails is left for later, not reported: on 3
+// ranks, rank 2 starts an all_to_all and then makes its piece for rank 1
+// unreadable (mprotect), rank 1 starts it after that and, while rank 0 is
+// held back for 200 ms, tries to read that piece early (process_vm_readv
+// fails: EFAULT); rank 0 then calls it with int32 where the others pass
+// float32. Every rank must fail with the mismatch, naming each rank's call,
+// rank 1 included, not with the failed read.
+TEST(CmaEarlyRanks, AFailedEarlyReadLeavesTheCallToFailWithItsCause) {
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
+  run_ranks(
+      3,
+      [](int rank) {
+        create_group("early_a", {1, 2});
+        create_group("early_b", {0, 1});
+        const int64_t piece = (1 << 20) / 4;  // elements; 1 MiB, whole pages
+        const size_t piece_bytes = static_cast<size_t>(piece) * 4;
+        AdvisedMapping region(3 * piece_bytes, MADV_NOHUGEPAGE);
+        const DType dt = rank == 0 ? DType::Int32 : DType::Float32;
+        Tensor x = Tensor::from_blob(region.data(), {3 * piece}, dt);
+        x.copy_from(Tensor::ones({3 * piece}, dt));
+        uint8_t* for_rank_one = region.data() + piece_bytes;
+        try {
+          if (rank == 2) {
+            CommHandle h = all_to_all_single_with_output_shape({3 * piece}, x, {}, {}, WORLD,
+                                                               /*async_op=*/true)
+                               .second;
+            RCHECK_EQ(mprotect(for_rank_one, piece_bytes, PROT_NONE), 0) << std::strerror(errno);
+            barrier("early_a");
+            h.wait();
+          } else if (rank == 1) {
+            barrier("early_a");
+            CommHandle h = all_to_all_single_with_output_shape({3 * piece}, x, {}, {}, WORLD,
+                                                               /*async_op=*/true)
+                               .second;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            barrier("early_b");
+            h.wait();
+          } else {
+            barrier("early_b");
+            all_to_all_single_with_output_shape({3 * piece}, x);
+          }
+          RCHECK(false) << "rank " << rank << ": int32 against float32 did not fail";
+        } catch (const CommError& e) {
+          const std::string m = e.what();
+          RCHECK(contains(m, "different operations") &&
+                 contains(part_of_rank(m, 0), "all_to_all int32") &&
+                 contains(part_of_rank(m, 1), "all_to_all float32") &&
+                 contains(part_of_rank(m, 2), "all_to_all float32"))
+              << "rank " << rank << ": " << m;
+        }
+        if (rank == 2) RCHECK_EQ(mprotect(for_rank_one, piece_bytes, PROT_READ | PROT_WRITE), 0);
       },
       o);
 }
