@@ -28,8 +28,11 @@
 // Only step 0 carries counts: later steps hold pieces only.
 //
 // Some pieces skip the slots: the receiver reads them from the sender's input in
-// step 0 (one copy instead of two), and a second step makes sure every such read
-// finished before anyone returns (and frees its input):
+// step 0 (one copy instead of two), and a second step makes sure every read of
+// a rank's input finished before it returns (and frees its input): each reader
+// adds one to the sender's transfers_done (layout.h) after its read, and where
+// the second step carries no staged data a rank waits in it only for that
+// count, not for every rank to have read everything:
 //   - where the group agreed on CMA, pieces of kCmaPairMin to kCmaPairMax bytes,
 //     read with process_vm_readv (2 ranks, 128 KiB-512 KiB per rank: about 1.5x
 //     faster), larger ones too where the sender's input lies on huge pages
@@ -576,6 +579,26 @@ class AllToAllOp final : public StepOp {
       }
     }
     nsteps_ = std::max<size_t>(any_pulled ? 2 : 1, steps_for(staged_max, per_step_));
+    if (!any_pulled) return;
+    // Each peer that pulls a piece of this rank's input says so when it has
+    // (transfers_done, layout.h): the count only ever grows, by every such
+    // call's readers.
+    const size_t* mine = matrix() + me() * 2 * n;
+    for (size_t q = 0; q < n; ++q) {
+      group().transfers_done_target += q != me() && pulled(mine[q], on_huge_pages(me())) ? 1 : 0;
+    }
+    read_target_ = group().transfers_done_target;
+    // Step 1 only makes sure the pulled pieces were read. Where it carries no
+    // staged data, this rank waits in it for the readers of its own pieces,
+    // not for every rank to have read everything.
+    if (nsteps_ == 2 && steps_for(staged_max, per_step_) <= 1) {
+      wait_at_step_only_until_done_with_me(1);
+    }
+  }
+
+  bool done_with_me() const override {
+    return group().control(group().rank()).transfers_done.load(std::memory_order_acquire) >=
+           read_target_;
   }
 
   // Copies a whole piece into this rank's output, with streaming stores when the
@@ -637,6 +660,8 @@ class AllToAllOp final : public StepOp {
       cma_read(group().pid(static_cast<int>(p)), dst, where[0] + from * esize_, recv_[p] * esize_,
                owner);
     }
+    // p may return once every reader of its pieces has said so (plan()).
+    group().control(static_cast<int>(p)).transfers_done.fetch_add(1, std::memory_order_release);
   }
 
   ShmEngine& engine_;
@@ -660,6 +685,8 @@ class AllToAllOp final : public StepOp {
   // output; the pieces of these senders (bit p) are.
   bool own_copied_ = false;
   uint64_t pulled_early_ = 0;
+  // What this rank's transfers_done must reach before step 1 ends (plan()).
+  uint64_t read_target_ = 0;
   // This rank's n send and n receive counts, where each piece starts (n in the
   // input, then n in the output), then the count matrix as read in step 0 (2n
   // per rank: matrix()) and, per rank, whether its input lies on huge pages.

@@ -394,10 +394,21 @@ class DirectAllGather final : public SymmetricOp {
         push_(b.cma && bytes_ < kAllGatherPushBelowBytes &&
               n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess)) {
     if (bytes_ >= kAllGatherEarlyBytes) transfer_as_ranks_arrive();
+    // Step 1 waits for the peers that read this rank's input (or write its
+    // output) to say they are done, not for every rank to be done with all.
+    wait_at_step_only_until_done_with_me(1);
   }
 
  protected:
+  bool done_with_me() const override {
+    return group().control(group().rank()).transfers_done.load(std::memory_order_acquire) >=
+           done_target_;
+  }
+
   void transfer() override {
+    // Every peer reads this rank's input, or writes into its output, once.
+    group().transfers_done_target += n_ - 1;
+    done_target_ = group().transfers_done_target;
     // Pushed: this rank's own output first, then the next rank's on. Pulled:
     // each rank starts with the next rank's piece, so with N > 2 the ranks read
     // different sources at any moment instead of all reading rank 0 first.
@@ -413,10 +424,15 @@ class DirectAllGather final : public SymmetricOp {
     } else {
       pull(out_of(me_) + p * bytes_, p, ins_[p], bytes_, stream_);
     }
+    // p may return once every peer has said so (done_with_me).
+    if (p != me_) {
+      group().control(static_cast<int>(p)).transfers_done.fetch_add(1, std::memory_order_release);
+    }
   }
 
  private:
-  size_t bytes_;  // per rank
+  uint64_t done_target_ = 0;  // what this rank's transfers_done must reach (transfer())
+  size_t bytes_;              // per rank
   bool stream_;   // streaming stores into a large gathered output
   bool push_;     // each rank writes its input into every output (else reads every input)
 };

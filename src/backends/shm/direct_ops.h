@@ -18,7 +18,10 @@
 // all_gather from 64 KiB per rank moves the data it shares with each rank as
 // soon as that rank's step 0 shows, not once every rank's has (step_op.h,
 // "Ranks handled as they come"; 4 ranks on 2 cores after a barrier, from the
-// last rank's start, 16 MiB gathered: 1.8-2.7 -> 1.4-1.5 ms).
+// last rank's start, 16 MiB gathered: 1.8-2.7 -> 1.4-1.5 ms), and its step 1
+// waits only until every peer has read this rank's input or written into its
+// output (each adds one to its transfers_done, layout.h), not until every rank
+// is done with every other.
 //
 // A rank with shared tensors marks the call in its fingerprint, so if another
 // rank passed private memory for the same call, every rank fails with a message

@@ -109,6 +109,12 @@ inline constexpr size_t all_to_all_piece_bytes(size_t slot_bytes, size_t nranks)
 struct StepControl {
   StepLine line[kStepLines];
   StepRecord record[kStepRecords];
+  // How many transfers the owner's peers have made with its buffers, ever:
+  // each peer adds one after it read a piece of the owner's input
+  // (all_to_all's pulled pieces, the single-copy all_gather) or wrote its piece
+  // into the owner's output (all_gather), so that the owner may return once
+  // those peers are done, not once every rank is done with everything.
+  alignas(64) std::atomic<uint64_t> transfers_done{0};
 };
 
 // One single-producer single-consumer byte ring from the owner to one destination.

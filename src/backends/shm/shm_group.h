@@ -111,6 +111,10 @@ class ShmGroup {
 
   // ---- progress-engine state ----
   uint64_t next_step = 1;                      // steps are numbered from 1
+  // What this rank's StepControl::transfers_done reaches once its peers have
+  // made every transfer with its buffers of its calls so far: each call adds
+  // its own when its step 0 is consumed (calls on a group are, in order).
+  uint64_t transfers_done_target = 0;
   std::deque<std::unique_ptr<OpState>> queue;  // issued, not yet completed, in order
   std::atomic<size_t> queue_size{0};           // queue.size(), readable by other threads
   std::string failure;                         // set once an operation failed

@@ -347,14 +347,14 @@ Progress StepOp::advance() {
       // is a full fence, which would wait for this store's cache-line transfer
       // before the load of a peer's line could start; this way both transfers
       // are in flight together. The ring is only delayed by that one load.
-      const bool ready = peers_ready(step_);
+      const bool ready = peers_ready(step_) && done_waiting();
       engine_.ring_peers(group_);
       if (!ready) {
         arrived_ = 0;
         consume_arrivals();
         return Progress::Advanced;
       }
-    } else if (!peers_ready(step_)) {
+    } else if (!peers_ready(step_) || !done_waiting()) {
       // Meanwhile, earlier eager calls that became comparable are compared: a
       // mismatch is reported as soon as it shows, not when a peer that stopped
       // at it is found dead or late.
@@ -364,10 +364,13 @@ Progress StepOp::advance() {
     }
     prefetch_ready_data();
     check_fingerprints(step_);
+    compared_every_rank_ |= source_ == kEveryRank;
     std::vector<const uint8_t*>& slots = group_.step_slots;
     for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = data_of(p, step_);
     consume(index_, slots);
-    if (source_ != kEveryRank) {  // the fingerprints not waited for: compared later
+    // The fingerprints not waited for are compared later, unless an earlier
+    // step of the call compared every rank's already (they are the same call's).
+    if (source_ != kEveryRank && !compared_every_rank_) {
       // At most kStepLines + 1 are ever left (must_check_through): the ring holds
       // them. A full ring would be a bug in that bound; fail loudly, not overwrite.
       if (group_.unchecked_count == kStepRecords) {
@@ -402,9 +405,13 @@ std::vector<int> StepOp::blocked_on() const {
   if (source_ == kEveryRank && group_.unchecked_count != 0) {
     free_at = std::max(free_at, group_.oldest_unchecked().step);
   }
+  // Waiting for its readers (done_with_me): the peers not at this step yet,
+  // which may still read this rank's buffers.
+  const bool readers = phase_ == Phase::WaitReady && !done_waiting();
   for (int p = 0; p < group_.size(); ++p) {
     bool waiting = phase_ == Phase::WaitFree ? free_at != 0 && !published(group_, p, free_at)
-                                             : waits_for(p) && !published(group_, p, step_);
+                                             : (waits_for(p) || (readers && p != group_.rank())) &&
+                                                   !published(group_, p, step_);
     if (waiting) ranks.push_back(group_.world_rank(p));
   }
   return ranks;

@@ -1020,6 +1020,74 @@ TEST(CmaEarlyRanks, AFailedEarlyReadLeavesTheCallToFailWithItsCause) {
       o);
 }
 
+// A rank returns from all_to_all once it has read its pieces and its own
+// pieces have been read, not once every rank has read everything (StepControl
+// ::transfers_done): on 3 ranks, rank 0 makes its piece for rank 1 unreadable
+// (mprotect) after its call began, so rank 1 reads rank 2's piece and then
+// fails on rank 0's. Rank 2, whose pieces ranks 0 and 1 both read, must return
+// every value; before, it waited for rank 1 to finish and timed out with rank
+// 0. Rank 1 fails naming its read from rank 0, rank 0 times out waiting for
+// rank 1 (COLLIE_TIMEOUT 3 s), which meanwhile waits for it at a barrier.
+TEST(CmaEarlyRanks, ARankReturnsOnceItsOwnPiecesAreRead) {
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
+  run_ranks(
+      3,
+      [](int rank) {
+        create_group("done_a", {0, 1});
+        create_group("done_b", {0, 1});
+        GroupOptions three_seconds;
+        three_seconds.timeout_seconds = 3;
+        create_group("done_x", {0, 1, 2}, three_seconds);
+        const DType dt = DType::Float32;
+        const int64_t piece = (1 << 20) / 4;  // elements; 1 MiB, whole pages
+        const size_t piece_bytes = static_cast<size_t>(piece) * 4;
+        AdvisedMapping region(3 * piece_bytes, MADV_NOHUGEPAGE);
+        // Element k of the piece from i to j holds pattern_value(dt, 4 * i + j, k).
+        Tensor x = Tensor::from_blob(region.data(), {3 * piece}, dt);
+        x.copy_from(make_tensor({3 * piece}, dt, [&](int64_t k) {
+          return pattern_value(dt, 4 * rank + static_cast<int>(k / piece), k % piece);
+        }));
+        uint8_t* for_rank_one = region.data() + piece_bytes;
+        if (rank == 2) {
+          Tensor y = all_to_all_single_with_output_shape({3 * piece}, x, {}, {}, "done_x").first;
+          check_tensor(
+              y, dt, {3 * piece},
+              [&](int64_t k) {
+                return pattern_value(dt, 4 * static_cast<int>(k / piece) + rank, k % piece);
+              },
+              "all_to_all, rank 2");
+          return;
+        }
+        try {
+          if (rank == 0) {
+            CommHandle h = all_to_all_single_with_output_shape({3 * piece}, x, {}, {}, "done_x",
+                                                               /*async_op=*/true)
+                               .second;
+            RCHECK_EQ(mprotect(for_rank_one, piece_bytes, PROT_NONE), 0) << std::strerror(errno);
+            barrier("done_a");
+            h.wait();
+          } else {
+            barrier("done_a");
+            all_to_all_single_with_output_shape({3 * piece}, x, {}, {}, "done_x");
+          }
+          RCHECK(false) << "rank " << rank << ": all_to_all did not fail";
+        } catch (const CommError& e) {
+          RCHECK(rank == 1 && contains(e.what(), "from rank 0") &&
+                 contains(e.what(), "process_vm_readv"))
+              << "rank " << rank << ": " << e.what();
+        } catch (const TimeoutError& e) {
+          RCHECK(rank == 0 && contains(e.what(), "waiting for rank(s) [1]"))
+              << "rank " << rank << ": " << e.what();
+        }
+        // Rank 1 stays until rank 0 has given up on it (had it exited, rank 0
+        // could have found it dead while still reading its piece).
+        barrier("done_b");
+        if (rank == 0) RCHECK_EQ(mprotect(for_rank_one, piece_bytes, PROT_READ | PROT_WRITE), 0);
+      },
+      o);
+}
+
 // Broadcasts and scatters of more than kCmaMaxBytes per rank on a group that
 // stages (cma_if_huge_pages.h): the non-root reads the root's input with CMA
 // when it lies on huge pages and stages it otherwise, as the root answers for
