@@ -833,6 +833,14 @@ TEST_P(CmaStagedAllToAll, LargePiecesFromInputsOnEitherPageSize) {
       o);
 }
 
+// The early-rank tests' options: 1 MiB pieces and inputs move with CMA on any
+// machine, whatever its CPU count.
+RunOptions cma_at_every_size() {
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
+  return o;
+}
+
 // Runs `call` (which starts a collective asynchronously on 3 ranks and returns
 // its handle) with rank 2 late: ranks 0 and 1 start it, then wait, with a
 // deadline, until `moved` (a byte counter: cma_bytes_read or _written) shows
@@ -871,9 +879,6 @@ void call_with_rank_two_late(int rank, const std::function<CommHandle()>& call, 
 // system that forbids it) nothing moves early and the values are checked the
 // same.
 TEST(CmaEarlyRanks, PiecesMoveBetweenTheRanksThatCameWhileAnotherIsLate) {
-  RunOptions o;
-  // CMA for these sizes on any machine, whatever its CPU count.
-  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
   run_ranks(
       3,
       [](int rank) {
@@ -961,7 +966,7 @@ TEST(CmaEarlyRanks, PiecesMoveBetweenTheRanksThatCameWhileAnotherIsLate) {
               << "rank " << rank << ": " << e.what();
         }
       },
-      o);
+      cma_at_every_size());
 }
 
 // A move tried as a rank came that fails is left for later, not reported: on 3
@@ -972,8 +977,6 @@ TEST(CmaEarlyRanks, PiecesMoveBetweenTheRanksThatCameWhileAnotherIsLate) {
 // float32. Every rank must fail with the mismatch, naming each rank's call,
 // rank 1 included, not with the failed read.
 TEST(CmaEarlyRanks, AFailedEarlyReadLeavesTheCallToFailWithItsCause) {
-  RunOptions o;
-  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
   run_ranks(
       3,
       [](int rank) {
@@ -1017,7 +1020,7 @@ TEST(CmaEarlyRanks, AFailedEarlyReadLeavesTheCallToFailWithItsCause) {
         }
         if (rank == 2) RCHECK_EQ(mprotect(for_rank_one, piece_bytes, PROT_READ | PROT_WRITE), 0);
       },
-      o);
+      cma_at_every_size());
 }
 
 // A rank returns from all_to_all once it has read its pieces and its own
@@ -1027,10 +1030,9 @@ TEST(CmaEarlyRanks, AFailedEarlyReadLeavesTheCallToFailWithItsCause) {
 // fails on rank 0's. Rank 2, whose pieces ranks 0 and 1 both read, must return
 // every value; before, it waited for rank 1 to finish and timed out with rank
 // 0. Rank 1 fails naming its read from rank 0, rank 0 times out waiting for
-// rank 1 (COLLIE_TIMEOUT 3 s), which meanwhile waits for it at a barrier.
+// rank 1 (the call's group has a deadline of 3 s), which meanwhile waits for
+// it at a barrier of another group.
 TEST(CmaEarlyRanks, ARankReturnsOnceItsOwnPiecesAreRead) {
-  RunOptions o;
-  o.env = {{"COLLIE_COPY_PATH", "single"}, {"COLLIE_CMA", "always"}};
   run_ranks(
       3,
       [](int rank) {
@@ -1085,7 +1087,7 @@ TEST(CmaEarlyRanks, ARankReturnsOnceItsOwnPiecesAreRead) {
         barrier("done_b");
         if (rank == 0) RCHECK_EQ(mprotect(for_rank_one, piece_bytes, PROT_READ | PROT_WRITE), 0);
       },
-      o);
+      cma_at_every_size());
 }
 
 // Broadcasts and scatters of more than kCmaMaxBytes per rank on a group that
