@@ -579,7 +579,7 @@ class AllToAllOp final : public StepOp {
       }
     }
     nsteps_ = std::max<size_t>(any_pulled ? 2 : 1, steps_for(staged_max, per_step_));
-    if (!any_pulled) return;
+    if (!any_pulled || !group().counts_transfers()) return;
     // Each peer that pulls a piece of this rank's input says so when it has
     // (transfers_done, layout.h): the count only ever grows, by every such
     // call's readers.
@@ -661,7 +661,9 @@ class AllToAllOp final : public StepOp {
                owner);
     }
     // p may return once every reader of its pieces has said so (plan()).
-    group().control(static_cast<int>(p)).transfers_done.fetch_add(1, std::memory_order_release);
+    if (group().counts_transfers()) {
+      group().control(static_cast<int>(p)).transfers_done.fetch_add(1, std::memory_order_release);
+    }
   }
 
   ShmEngine& engine_;

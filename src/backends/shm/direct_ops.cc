@@ -407,7 +407,7 @@ class DirectAllGather final : public SymmetricOp {
 
   void transfer() override {
     // Every peer reads this rank's input, or writes into its output, once.
-    group().transfers_done_target += n_ - 1;
+    if (group().counts_transfers()) group().transfers_done_target += n_ - 1;
     done_target_ = group().transfers_done_target;
     // Pushed: this rank's own output first, then the next rank's on. Pulled:
     // each rank starts with the next rank's piece, so with N > 2 the ranks read
@@ -425,7 +425,7 @@ class DirectAllGather final : public SymmetricOp {
       pull(out_of(me_) + p * bytes_, p, ins_[p], bytes_, stream_);
     }
     // p may return once every peer has said so (done_with_me).
-    if (p != me_) {
+    if (p != me_ && group().counts_transfers()) {
       group().control(static_cast<int>(p)).transfers_done.fetch_add(1, std::memory_order_release);
     }
   }

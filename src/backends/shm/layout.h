@@ -113,7 +113,8 @@ struct StepControl {
   // each peer adds one after it read a piece of the owner's input
   // (all_to_all's pulled pieces, the single-copy all_gather) or wrote its piece
   // into the owner's output (all_gather), so that the owner may return once
-  // those peers are done, not once every rank is done with everything.
+  // those peers are done, not once every rank is done with everything (in
+  // groups of more than 2 ranks: ShmGroup::counts_transfers).
   alignas(64) std::atomic<uint64_t> transfers_done{0};
 };
 

@@ -115,6 +115,11 @@ class ShmGroup {
   // made every transfer with its buffers of its calls so far: each call adds
   // its own when its step 0 is consumed (calls on a group are, in order).
   uint64_t transfers_done_target = 0;
+  // Whether the group's ops count transfers_done (and wait for it: StepOp::
+  // wait_at_step_only_until_done_with_me): with more than 2 ranks. With 2 the
+  // one peer is the only user of a rank's buffers, its step flag says as much,
+  // and a locked add on the peer's line per call would cost.
+  bool counts_transfers() const { return size() > 2; }
   std::deque<std::unique_ptr<OpState>> queue;  // issued, not yet completed, in order
   std::atomic<size_t> queue_size{0};           // queue.size(), readable by other threads
   std::string failure;                         // set once an operation failed

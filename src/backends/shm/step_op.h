@@ -157,7 +157,7 @@ class StepOp : public OpState {
   // blocked_on() then names the peers that have not published the step.
   // Nothing changes in a group of 2 (above).
   void wait_at_step_only_until_done_with_me(size_t index) {
-    if (group_.size() <= 2) return;
+    if (!group_.counts_transfers()) return;
     wait_at_step_only_for(index, kNoRank);
     done_index_ = index;
   }
