@@ -306,19 +306,20 @@ class AllToAllOp final : public StepOp {
   // for this rank is read when p's header says p sends what this rank expects
   // and that it is pulled. The whole matrix is checked in consume() as before;
   // a call it fails has read nothing out of bounds, only into its output.
-  void consume_arrived(size_t step, int rank, const uint8_t* slot) override {
+  bool consume_arrived(size_t step, int rank, const uint8_t* slot) override {
     const size_t n = send_.size(), p = static_cast<size_t>(rank);
-    if (step != 0) return;
+    if (step != 0) return false;
     if (p == me()) {
-      if (send_[p] == recv_[p]) copy_own_piece();
-      return;
+      if (send_[p] != recv_[p]) return false;
+      copy_own_piece();
+      return true;
     }
-    if (line_data(rank)[0] != 0) return;  // its step 0 is in its line: nothing pulled
+    if (line_data(rank)[0] != 0) return false;  // its step 0 is in its line: nothing pulled
     const uint64_t* header = reinterpret_cast<const uint64_t*>(slot);
     const bool huge = (header[2 * n + 1] & kInputOnHugePages) != 0;
-    if (header[me()] != recv_[p] || !pulled(recv_[p], huge)) return;
+    if (header[me()] != recv_[p] || !pulled(recv_[p], huge)) return false;
     pull_piece(p, header);
-    pulled_early_ |= uint64_t{1} << p;
+    return true;
   }
 
   void consume(size_t step, const std::vector<const uint8_t*>& slots) override {
@@ -443,11 +444,11 @@ class AllToAllOp final : public StepOp {
     return line + at;
   }
 
-  // In step 0, once the counts are checked (both paths): the own piece goes from
-  // input to output at once, never through a slot.
+  // In step 0, once the counts are checked (both paths), unless it was copied
+  // as this rank came (consume_arrived): the own piece goes from input to
+  // output at once, never through a slot.
   void copy_own_piece() {
-    if (own_copied_) return;
-    own_copied_ = true;
+    if (consumed_early(me())) return;
     copy_out(out_ + recv_displ(me()) * esize_, source(me()), recv_[me()] * esize_);
   }
 
@@ -623,7 +624,7 @@ class AllToAllOp final : public StepOp {
     for (size_t i = 1; i < n; ++i) {
       const size_t p = (me() + i) % n;
       if (!pulled(recv_[p], on_huge_pages(p))) continue;
-      if (p < 64 && (pulled_early_ >> p & 1) != 0) continue;
+      if (consumed_early(p)) continue;
       pull_piece(p, reinterpret_cast<const uint64_t*>(slots[p]));
     }
   }
@@ -683,10 +684,6 @@ class AllToAllOp final : public StepOp {
   SizeRange cma_pieces_;           // pieces in it are read with CMA (copy_rules.h),
   bool in_on_huge_pages_ = false;  // and larger ones from inputs on huge pages
   bool pulls_ = true;  // false once step 0 showed that no piece is pulled (plan_from_lines)
-  // Step 0 as the ranks came (consume_arrived): the own piece is in the
-  // output; the pieces of these senders (bit p) are.
-  bool own_copied_ = false;
-  uint64_t pulled_early_ = 0;
   // What this rank's transfers_done must reach before step 1 ends (plan()).
   uint64_t read_target_ = 0;
   // This rank's n send and n receive counts, where each piece starts (n in the

@@ -138,20 +138,18 @@ class DirectOp : public StepOp {
   // Has this rank's transfer with each rank (transfer_with) run as soon as that
   // rank's step 0 shows, its own first, instead of all of them once every
   // rank's has (step_op.h, consume_as_ranks_arrive); transfer() then does the
-  // ones not done (transferred_with). For ops whose transfer splits so.
+  // ones not done (consumed_early). For ops whose transfer splits so.
   void transfer_as_ranks_arrive() { consume_as_ranks_arrive(0); }
   // This rank's share of the transfer that touches group rank p's buffers, or
   // this rank's alone for p == me_ (ins_[p], outs_[p] are resolved).
   virtual void transfer_with(size_t /*p*/) {}
-  // Whether transfer_with(p) already ran as p came.
-  bool transferred_with(size_t p) const { return p < 64 && (transferred_ >> p & 1) != 0; }
 
-  void consume_arrived(size_t step, int rank, const uint8_t* slot) final {
-    if (step != 0) return;
+  bool consume_arrived(size_t step, int rank, const uint8_t* slot) final {
+    if (step != 0) return false;
     const auto p = static_cast<size_t>(rank);
     resolve(p, slot);
     transfer_with(p);
-    transferred_ |= uint64_t{1} << p;
+    return true;
   }
 
   // ins_[p] and outs_[p] from rank p's step 0 (its Descriptor, in `slot`), or
@@ -259,7 +257,6 @@ class DirectOp : public StepOp {
 
  private:
   std::vector<const uint8_t*> srcs_;  // scratch of reduce_inputs()
-  uint64_t transferred_ = 0;          // bit p: transfer_with(p) ran as p came
 };
 
 // Same-sized buffers on every rank: `in_elems` in, `out_elems` out (0: none).
@@ -414,7 +411,7 @@ class DirectAllGather final : public SymmetricOp {
     // different sources at any moment instead of all reading rank 0 first.
     for (size_t i = push_ ? 0 : 1; i <= n_ - (push_ ? 1 : 0); ++i) {
       const size_t p = (me_ + i) % n_;
-      if (!transferred_with(p)) transfer_with(p);
+      if (!consumed_early(p)) transfer_with(p);
     }
   }
 

@@ -184,7 +184,7 @@ bool StepOp::consume_arrivals() {
     arrived_ |= bit;
     any = true;
     try {
-      consume_arrived(index_, p, data_of(p, step_));
+      if (consume_arrived(index_, p, data_of(p, step_))) consumed_early_ |= bit;
     } catch (const CommError&) {
       // Moving data early is an offer: a read or write that fails (p gave the
       // call up, say on a mismatch with a rank this one has not seen yet, and
@@ -349,8 +349,8 @@ Progress StepOp::advance() {
       // are in flight together. The ring is only delayed by that one load.
       const bool ready = peers_ready(step_) && done_waiting();
       engine_.ring_peers(group_);
+      arrived_ = consumed_early_ = 0;
       if (!ready) {
-        arrived_ = 0;
         consume_arrivals();
         return Progress::Advanced;
       }

@@ -147,9 +147,16 @@ class StepOp : public OpState {
   // Rank p's step `step` shows (p may be this rank; called once per rank and
   // step, before consume()): the op may read what it can of it. Its reads must
   // be safe by p's step alone: the others' are not checked yet, and consume()
-  // may still fail the call (the peers' fingerprints, an op's own checks). A
-  // CommError it throws is dropped: what it did not finish, consume() must do.
-  virtual void consume_arrived(size_t /*step*/, int /*p*/, const uint8_t* /*data*/) {}
+  // may still fail the call (the peers' fingerprints, an op's own checks).
+  // True if it did all the step asks of this rank with p, which consume() then
+  // skips (consumed_early); false if it did nothing. A CommError it throws
+  // counts as false: what it did not finish, consume() must do.
+  virtual bool consume_arrived(size_t /*step*/, int /*p*/, const uint8_t* /*data*/) {
+    return false;
+  }
+  // Inside consume() of the step that handed ranks over as they came: whether
+  // consume_arrived() did this rank's part with group rank p already.
+  bool consumed_early(size_t p) const { return p < 64 && (consumed_early_ >> p & 1) != 0; }
   // Has step `index` wait for nobody's flags (wait_at_step_only_for) but until
   // done_with_me() says the peers that use this rank's buffers are done with
   // them (all_to_all's pulled pieces, all_gather's inputs or outputs), so a
@@ -200,10 +207,11 @@ class StepOp : public OpState {
   // as the last of them.
   int step_sources_[kStepsWithSources] = {kEveryRank, kEveryRank};
 
-  // consume_as_ranks_arrive: the step index, and which ranks (bit p) its
-  // current step has handed to consume_arrived().
+  // consume_as_ranks_arrive: the step index, which ranks (bit p) its current
+  // step has handed to consume_arrived(), and for which of them it said done.
   size_t early_index_ = SIZE_MAX;
   uint64_t arrived_ = 0;
+  uint64_t consumed_early_ = 0;
   size_t done_index_ = SIZE_MAX;  // wait_at_step_only_until_done_with_me
   // A step of this call waited for every rank and compared their fingerprints:
   // its later steps that wait for fewer leave nothing to compare later.
