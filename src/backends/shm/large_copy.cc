@@ -1,5 +1,6 @@
 #include "backends/shm/large_copy.h"
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -37,10 +38,20 @@ bool large_copy_uses_rep_movsb() {
 #endif
 }
 
+size_t large_copy_piece_bytes(size_t n) {
+  return n >= kRepMovsbStreamsFrom && n < kLargeCopyCachedBelow ? kLargeCopyPieceBytes : n;
+}
+
 void large_copy(void* dst, const void* src, size_t n) {
 #if defined(__x86_64__)
   if (n >= kLargeCopyBytes && large_copy_uses_rep_movsb()) {
-    asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+    const size_t piece = large_copy_piece_bytes(n);
+    // `rep movsb` advances dst and src and counts the piece down to 0.
+    for (size_t left = n; left > 0;) {
+      size_t count = std::min(piece, left);
+      left -= count;
+      asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(count) : : "memory");
+    }
     return;
   }
 #endif

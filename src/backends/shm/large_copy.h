@@ -16,6 +16,20 @@
 // Elsewhere large_copy is memcpy: glibc already uses `rep movsb` at these
 // sizes on Intel, and no other CPU was measured.
 //
+// One `rep movsb` of 4 MiB or more streams on Zen 5: it copies past the cache,
+// as non-temporal stores do. One core, source and destination in cache on
+// huge pages, medians of 40 copies: 4,092 KiB 52 GB/s, 4,096 KiB 43 (57 and 44
+// in another run), 8 MiB 42 against 56 in pieces of 2 MiB. What pays off for
+// an output far larger than the caches costs one that stays in them: a piece
+// of 4 to 8 MiB goes in pieces of kLargeCopyPieceBytes (2 ranks, all_to_all of
+// 8 MiB: its own piece of 4 MiB 107 us in one go, 2 ranks' calls 234-269 ->
+// 196-238 us alternating launches, OpenMPI 185-231, which copies its own piece
+// in 128 KiB pieces; all_gather of 8 MiB 242-245 -> 202-204; all_to_all of 9
+// and 10 MiB 295-332 -> 264-276 and 354-376 -> 324-343). From
+// kLargeCopyCachedBelow one `rep movsb` again: in pieces, 2 ranks' all_to_all
+// and all_gather of 16 to 64 MiB came out even or slower (all_to_all 16 MiB
+// 627-651 against 636-714 us).
+//
 //   large_copy(out + at, in + at, bytes);  // from kLargeCopyBytes it pays off
 #pragma once
 
@@ -26,6 +40,18 @@ namespace collie::detail {
 
 // Copies at least this large take `rep movsb` where the CPU prefers it.
 inline constexpr size_t kLargeCopyBytes = 1u << 20;
+// One `rep movsb` of at least this many bytes streams past the cache (Zen 5).
+inline constexpr size_t kRepMovsbStreamsFrom = 4u << 20;
+// Copies from kRepMovsbStreamsFrom up to this size go in pieces of
+// kLargeCopyPieceBytes, each below kRepMovsbStreamsFrom, so they stay in cache.
+inline constexpr size_t kLargeCopyCachedBelow = 8u << 20;
+inline constexpr size_t kLargeCopyPieceBytes = 2u << 20;
+static_assert(kLargeCopyPieceBytes < kRepMovsbStreamsFrom);
+
+// The size of the pieces large_copy copies n bytes in with `rep movsb`: n
+// itself (one piece) below kRepMovsbStreamsFrom and from kLargeCopyCachedBelow,
+// kLargeCopyPieceBytes between.
+size_t large_copy_piece_bytes(size_t n);
 
 // memcpy(dst, src, n), with `rep movsb` from kLargeCopyBytes on CPUs where it
 // is faster (above). dst and src must not overlap.

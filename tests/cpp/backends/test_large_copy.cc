@@ -1,6 +1,7 @@
 // large_copy (src/backends/shm/large_copy.h): which CPUs take `rep movsb`, and
-// that the copy is exact on either path, at every size around the threshold,
-// from and to every alignment, touching nothing outside the destination.
+// that the copy is exact on either path, at every size around the thresholds
+// (in one piece or several), from and to every alignment, touching nothing
+// outside the destination.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -37,6 +38,17 @@ TEST(LargeCopy, GatheredOutputsStreamOnlyWhereRepMovsbIsNotUsed) {
   EXPECT_EQ(stream_gathered_output(size_t{1} << 30), !large_copy_uses_rep_movsb());
 }
 
+// One `rep movsb` of 4 MiB or more streams past the cache on Zen 5: copies
+// from there to kLargeCopyCachedBelow go in smaller pieces, larger ones whole.
+TEST(LargeCopy, CopiesThatWouldStreamButFitTheCacheGoInPieces) {
+  EXPECT_EQ(large_copy_piece_bytes(kLargeCopyBytes), kLargeCopyBytes);
+  EXPECT_EQ(large_copy_piece_bytes(kRepMovsbStreamsFrom - 1), kRepMovsbStreamsFrom - 1);
+  EXPECT_EQ(large_copy_piece_bytes(kRepMovsbStreamsFrom), kLargeCopyPieceBytes);
+  EXPECT_EQ(large_copy_piece_bytes(kLargeCopyCachedBelow - 1), kLargeCopyPieceBytes);
+  EXPECT_EQ(large_copy_piece_bytes(kLargeCopyCachedBelow), kLargeCopyCachedBelow);
+  EXPECT_EQ(large_copy_piece_bytes(size_t{1} << 30), size_t{1} << 30);
+}
+
 // Byte i of the source is 7i + i/251 (mod 256): neighbouring bytes always
 // differ, so a shifted or truncated copy shows.
 uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 7 + i / 251); }
@@ -51,7 +63,12 @@ TEST(LargeCopy, CopiesExactlyAtEverySizeAndAlignment) {
                           kLargeCopyBytes,
                           kLargeCopyBytes + 1,
                           kLargeCopyBytes + 4097,
-                          3 * kLargeCopyBytes};
+                          3 * kLargeCopyBytes,
+                          kRepMovsbStreamsFrom,
+                          kRepMovsbStreamsFrom + 4097,  // pieces, the last short
+                          2 * kLargeCopyPieceBytes + 1,
+                          kLargeCopyCachedBelow - 1,
+                          kLargeCopyCachedBelow};
   for (size_t n : sizes) {
     for (size_t src_off : {0, 1, 8, 63}) {
       for (size_t dst_off : {0, 3, 32}) {
