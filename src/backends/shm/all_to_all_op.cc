@@ -243,7 +243,7 @@ class AllToAllOp final : public StepOp {
     } else if (cma_) {
       set_variant(3);
     }
-    stream_output_ = stream_gathered_output(received * esize_);
+    output_copy_ = gathered_output_copy(received * esize_);
     compact_form_ = uniform ? CompactStep::uniform_form(largest, for_peers * esize_) : 0;
     if (compact_form_ == 0)
       compact_form_ = CompactStep::compact_width(n, largest, for_peers * esize_);
@@ -602,15 +602,10 @@ class AllToAllOp final : public StepOp {
            read_target_;
   }
 
-  // Copies a whole piece into this rank's output, with streaming stores when the
-  // output is far larger than the caches.
+  // Copies a whole piece into this rank's output, past the cache when the
+  // output is far larger than it (gathered_output_copy).
   void copy_out(uint8_t* dst, const uint8_t* src, size_t bytes) const {
-    if (bytes == 0) return;
-    if (stream_output_) {
-      stream_copy(dst, src, bytes);
-    } else {
-      large_copy(dst, src, bytes);
-    }
+    if (bytes != 0) copy_output(dst, src, bytes, output_copy_);
   }
 
   // Reads the pulled pieces addressed to this rank from their senders' inputs
@@ -670,7 +665,7 @@ class AllToAllOp final : public StepOp {
   ShmEngine& engine_;
   bool shared_;
   ArenaRef in_ref_;
-  bool stream_output_ = false;
+  OutputCopy output_copy_ = OutputCopy::kCached;
   uint8_t compact_form_ = 0;  // this rank's step 0 is compact (CompactStep) if nonzero: its form
   uint8_t counts_form_ = 0;   // else its step 0's counts are in its line if nonzero: their form
   const uint8_t* in_;         // a packed input (nullptr when given piece by piece)

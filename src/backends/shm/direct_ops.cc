@@ -21,14 +21,14 @@ struct Descriptor {
 };
 static_assert(sizeof(Descriptor) <= kInlineBytes, "a descriptor travels in the step line");
 
-// Large copies into memory the caller will not read soon use streaming stores.
-void copy(void* dst, const void* src, size_t n, bool stream) {
-  if (n == 0) return;
-  if (stream) {
-    stream_copy(dst, src, n);
-  } else {
-    large_copy(dst, src, n);
-  }
+// Large copies into memory the caller will not read soon go past the cache.
+void copy(void* dst, const void* src, size_t n, OutputCopy how) {
+  if (n != 0) copy_output(dst, src, n, how);
+}
+
+// Streaming stores for an output of `bytes` from kStreamingOutputBytes.
+OutputCopy copy_for_output_of(size_t bytes) {
+  return bytes >= kStreamingOutputBytes ? OutputCopy::kStreaming : OutputCopy::kCached;
 }
 
 // [begin, begin + len) of slice `i` of `count` elements cut into `n` slices whose
@@ -211,7 +211,7 @@ class DirectOp : public StepOp {
       for (size_t i = 1; i < n_; ++i) {
         const size_t p = (me_ + i) % n_;
         uint8_t* buffer = scratch.data() + (i - 1) * piece_bytes;
-        pull(buffer, p, ins_[p] + off, len * esize_, false);
+        pull(buffer, p, ins_[p] + off, len * esize_, OutputCopy::kCached);
         srcs_[p] = buffer;
       }
       uint8_t* result = own_out != nullptr ? own_out + off : result_buffer;
@@ -225,10 +225,11 @@ class DirectOp : public StepOp {
   }
 
   // Copies n bytes from `src` here to rank p's memory at `dst` (from outs_),
-  // with streaming stores (`stream`) where this process makes the copy.
-  void push(size_t p, uint8_t* dst, const void* src, size_t n, bool stream = false) const {
+  // as `how` says where this process makes the copy.
+  void push(size_t p, uint8_t* dst, const void* src, size_t n,
+            OutputCopy how = OutputCopy::kCached) const {
     if (!buffers_.cma || p == me_) {
-      copy(dst, src, n, stream);
+      copy(dst, src, n, how);
     } else if (n > 0) {
       const int peer = static_cast<int>(p);
       cma_write(group().pid(peer), reinterpret_cast<uint64_t>(dst), src, n,
@@ -237,15 +238,14 @@ class DirectOp : public StepOp {
   }
 
   // Copies n bytes of rank p's memory at `src` (from ins_/outs_) to `dst` here.
-  void pull(void* dst, size_t p, const uint8_t* src, size_t n, bool stream) const {
+  void pull(void* dst, size_t p, const uint8_t* src, size_t n, OutputCopy how) const {
     if (!buffers_.cma || p == me_) {
-      copy(dst, src, n, stream);
+      copy(dst, src, n, how);
     } else if (n > 0) {
       const int peer = static_cast<int>(p);
       cma_read(group().pid(peer), dst, reinterpret_cast<uint64_t>(src), n, group().world_rank(peer));
     }
   }
-
 
   ShmEngine& engine_;
   DirectBuffers buffers_;
@@ -301,14 +301,14 @@ class DirectAllReduce final : public SymmetricOp {
     }
     Slice mine = slice_of(me_, n_, count_, esize_);
     const size_t piece = std::max<size_t>(1, (256u << 10) / esize_);
-    const bool stream = count_ * esize_ >= kStreamingOutputBytes;
+    const OutputCopy how = copy_for_output_of(count_ * esize_);
     uint8_t* own = out_of(me_);
     for (size_t at = 0; at < mine.len; at += piece) {
       const size_t len = std::min(piece, mine.len - at);
       const size_t off = (mine.begin + at) * esize_;
       reduce_inputs(own + off, off, len, op_);
       for (size_t p = 0; p < n_; ++p) {
-        if (p != me_) copy(out_of(p) + off, own + off, len * esize_, stream);
+        if (p != me_) copy(out_of(p) + off, own + off, len * esize_, how);
       }
     }
   }
@@ -354,7 +354,7 @@ class DirectBroadcast final : public SymmetricOp {
  protected:
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
-    pull(out_of(me_), root_, ins_[root_], bytes, bytes >= kStreamingOutputBytes);
+    pull(out_of(me_), root_, ins_[root_], bytes, copy_for_output_of(bytes));
   }
 
  private:
@@ -387,7 +387,7 @@ class DirectAllGather final : public SymmetricOp {
   DirectAllGather(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype)
       : SymmetricOp(c, b, dtype, count, count * static_cast<size_t>(c.group->size())),
         bytes_(count * esize_),
-        stream_(stream_gathered_output(out_elems_ * esize_)),
+        output_copy_(gathered_output_copy(out_elems_ * esize_)),
         push_(b.cma && bytes_ < kAllGatherPushBelowBytes &&
               n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess)) {
     if (bytes_ >= kAllGatherEarlyBytes) transfer_as_ranks_arrive();
@@ -417,9 +417,9 @@ class DirectAllGather final : public SymmetricOp {
 
   void transfer_with(size_t p) override {
     if (push_) {
-      push(p, out_of(p) + me_ * bytes_, ins_[me_], bytes_, stream_);
+      push(p, out_of(p) + me_ * bytes_, ins_[me_], bytes_, output_copy_);
     } else {
-      pull(out_of(me_) + p * bytes_, p, ins_[p], bytes_, stream_);
+      pull(out_of(me_) + p * bytes_, p, ins_[p], bytes_, output_copy_);
     }
     // p may return once every peer has said so (done_with_me).
     if (p != me_ && group().counts_transfers()) {
@@ -430,7 +430,7 @@ class DirectAllGather final : public SymmetricOp {
  private:
   uint64_t done_target_ = 0;  // what this rank's transfers_done must reach (transfer())
   size_t bytes_;              // per rank
-  bool stream_;   // streaming stores into a large gathered output
+  OutputCopy output_copy_;    // how the own piece goes into the gathered output
   bool push_;     // each rank writes its input into every output (else reads every input)
 };
 
@@ -458,14 +458,14 @@ class DirectGather final : public SymmetricOp {
  protected:
   void transfer() override {
     const size_t bytes = in_elems_ * esize_;
-    const bool stream = bytes * n_ >= kStreamingOutputBytes;
+    const OutputCopy how = copy_for_output_of(bytes * n_);
     const size_t root = static_cast<size_t>(out_rank_);
     if (pushed_) {
-      push(root, out_of(root) + me_ * bytes, ins_[me_], bytes, stream);
+      push(root, out_of(root) + me_ * bytes, ins_[me_], bytes, how);
     } else if (me_ == root) {
       for (size_t i = 0; i < n_; ++i) {  // this rank's own piece first, then the others in turn
         const size_t p = (me_ + i) % n_;
-        pull(out_of(root) + p * bytes, p, ins_[p], bytes, stream);
+        pull(out_of(root) + p * bytes, p, ins_[p], bytes, how);
       }
     }
   }
@@ -506,7 +506,7 @@ class DirectScatter final : public SymmetricOp {
  protected:
   void transfer() override {
     const size_t bytes = count_ * esize_;
-    pull(out_of(me_), root_, ins_[root_] + me_ * bytes, bytes, bytes >= kStreamingOutputBytes);
+    pull(out_of(me_), root_, ins_[root_] + me_ * bytes, bytes, copy_for_output_of(bytes));
   }
 
  private:

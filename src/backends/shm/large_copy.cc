@@ -39,13 +39,14 @@ bool large_copy_uses_rep_movsb() {
 }
 
 size_t large_copy_piece_bytes(size_t n) {
-  return n >= kRepMovsbStreamsFrom && n < kLargeCopyCachedBelow ? kLargeCopyPieceBytes : n;
+  return n >= kRepMovsbStreamsFrom ? kLargeCopyPieceBytes : n;
 }
 
-void large_copy(void* dst, const void* src, size_t n) {
+namespace {
+
+void copy_in_pieces(void* dst, const void* src, size_t n, size_t piece) {
 #if defined(__x86_64__)
   if (n >= kLargeCopyBytes && large_copy_uses_rep_movsb()) {
-    const size_t piece = large_copy_piece_bytes(n);
     // `rep movsb` advances dst and src and counts the piece down to 0.
     for (size_t left = n; left > 0;) {
       size_t count = std::min(piece, left);
@@ -55,7 +56,16 @@ void large_copy(void* dst, const void* src, size_t n) {
     return;
   }
 #endif
+  (void)piece;
   std::memcpy(dst, src, n);
 }
+
+}  // namespace
+
+void large_copy(void* dst, const void* src, size_t n) {
+  copy_in_pieces(dst, src, n, large_copy_piece_bytes(n));
+}
+
+void large_copy_streaming(void* dst, const void* src, size_t n) { copy_in_pieces(dst, src, n, n); }
 
 }  // namespace collie::detail

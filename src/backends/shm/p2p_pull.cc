@@ -8,6 +8,7 @@
 #include "backends/shm/cma.h"
 #include "backends/shm/large_copy.h"
 #include "backends/shm/p2p.h"
+#include "backends/shm/stream_copy.h"
 #include "collie/errors.h"
 
 namespace collie::detail {
@@ -26,7 +27,14 @@ void P2PMatcher::read_pulled(int src, const Unexpected& u, uint64_t at, void* ds
     // The whole message's range is checked against the chunk, so a corrupt
     // offset or size fails here instead of reading past the mapping.
     const uint8_t* payload = peer_arenas_.resolve(src, u.pulled_from.arena, u.header.nbytes);
-    if (n > 0) large_copy(dst, payload + at, n);  // an empty receive's dst may be null
+    // A message that stays in cache in large_copy's pieces, a larger one in one
+    // `rep movsb` (stream_copy.h, kStreamingMessageBytes). An empty receive's
+    // dst may be null.
+    if (n > 0 && u.header.nbytes >= kStreamingMessageBytes) {
+      large_copy_streaming(dst, payload + at, n);
+    } else if (n > 0) {
+      large_copy(dst, payload + at, n);
+    }
   } else {
     cma_read(world_.pid(src), dst, u.pulled_from.address + at, n, src);
   }

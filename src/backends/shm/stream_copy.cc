@@ -40,8 +40,20 @@ void stream_copy(void* dst, const void* src, size_t n) {
 #endif
 }
 
-bool stream_gathered_output(size_t bytes) {
-  return bytes >= kStreamingGatheredOutputBytes && !large_copy_uses_rep_movsb();
+OutputCopy gathered_output_copy(size_t bytes) {
+  if (bytes < kStreamingGatheredOutputBytes) return OutputCopy::kCached;
+  return large_copy_uses_rep_movsb() ? OutputCopy::kRepMovsb : OutputCopy::kStreaming;
+}
+
+void copy_output(void* dst, const void* src, size_t n, OutputCopy how) {
+  switch (how) {
+    case OutputCopy::kCached:
+      return large_copy(dst, src, n);
+    case OutputCopy::kRepMovsb:
+      return large_copy_streaming(dst, src, n);
+    case OutputCopy::kStreaming:
+      return stream_copy(dst, src, n);
+  }
 }
 
 }  // namespace collie::detail
