@@ -19,7 +19,9 @@
 // One `rep movsb` of 4 MiB or more streams on Zen 5: it copies past the cache,
 // as non-temporal stores do. One core, source and destination in cache on
 // huge pages, medians of 40 copies: 4,092 KiB 52 GB/s, 4,096 KiB 43 (57 and 44
-// in another run), 8 MiB 42 against 56 in pieces of 2 MiB. What pays off for
+// in another run), 8 MiB 42 against 56 in pieces of 2 MiB. (In some of the
+// VM's phases only: an hour later 4,092 and 4,096 KiB ran alike, 58 and 56
+// GB/s, and pieces cost nothing, 55 either way.) What pays off for
 // an output far larger than the caches costs one that stays in them, so
 // large_copy copies from kRepMovsbStreamsFrom in pieces of
 // kLargeCopyPieceBytes, and large_copy_streaming in one go for outputs that
