@@ -1090,6 +1090,82 @@ TEST(CmaEarlyRanks, ARankReturnsOnceItsOwnPiecesAreRead) {
       cma_at_every_size());
 }
 
+// The single-copy all_gather's ranks return the same way: once every peer has
+// read their input (from 2 MiB per rank each rank reads every other's), not
+// once every rank has read everything. On 3 ranks, ranks 0 and 2 call first
+// and read each other's input while rank 1 has not called (each waits for its
+// byte counter, with a deadline); rank 0 then makes its input unreadable
+// (mprotect) and lets rank 1 call, which reads rank 2's input (the next rank's
+// first) and fails on rank 0's. Rank 2, whose input both peers read, must
+// return every value; before, it waited for rank 1 to finish and timed out
+// with rank 0. Rank 1 fails naming its read from rank 0, rank 0 times out
+// waiting for rank 1 (a deadline of 3 s), which waits for it at a barrier of
+// another group.
+TEST(CmaEarlyRanks, AnAllGatherRankReturnsOnceItsInputIsRead) {
+  run_ranks(
+      3,
+      [](int rank) {
+        create_group("gdone_a", {0, 1});
+        create_group("gdone_b", {0, 1});
+        create_group("gdone_c", {0, 2});
+        GroupOptions three_seconds;
+        three_seconds.timeout_seconds = 3;
+        create_group("gdone_x", {0, 1, 2}, three_seconds);
+        const DType dt = DType::Float32;
+        const int64_t count = (3 << 20) / 4;  // elements; 3 MiB, whole pages
+        const size_t bytes = static_cast<size_t>(count) * 4;
+        AdvisedMapping region(bytes, MADV_NOHUGEPAGE);
+        // Rank i's input holds pattern_value(dt, 30 + i, k).
+        Tensor x = Tensor::from_blob(region.data(), {count}, dt);
+        x.copy_from(
+            make_tensor({count}, dt, [&](int64_t k) { return pattern_value(dt, 30 + rank, k); }));
+        if (rank == 1) {
+          try {
+            barrier("gdone_a");
+            all_gather_into_tensor(x, "gdone_x");
+            RCHECK(false) << "rank 1: all_gather did not fail";
+          } catch (const CommError& e) {
+            RCHECK(contains(e.what(), "from rank 0") && contains(e.what(), "process_vm_readv"))
+                << "rank 1: " << e.what();
+          }
+          // Rank 1 stays until rank 0 has given up on it (had it exited, rank
+          // 0 could have found it dead instead).
+          barrier("gdone_b");
+          return;
+        }
+        const uint64_t before = collie::detail::cma_bytes_read();
+        auto [gathered, handle] = all_gather_into_tensor(x, "gdone_x", /*async_op=*/true);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (collie::detail::cma_bytes_read() - before < bytes) {
+          RCHECK(std::chrono::steady_clock::now() < deadline)
+              << "rank " << rank << " did not read its early peer's input in 20 s";
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        barrier("gdone_c");  // ranks 0 and 2 have read each other's input
+        if (rank == 2) {
+          handle.wait();
+          check_tensor(
+              gathered, dt, {3 * count},
+              [&](int64_t k) {
+                return pattern_value(dt, 30 + static_cast<int>(k / count), k % count);
+              },
+              "all_gather, rank 2");
+          return;
+        }
+        RCHECK_EQ(mprotect(region.data(), bytes, PROT_NONE), 0) << std::strerror(errno);
+        barrier("gdone_a");
+        try {
+          handle.wait();
+          RCHECK(false) << "rank 0: all_gather did not fail";
+        } catch (const TimeoutError& e) {
+          RCHECK(contains(e.what(), "waiting for rank(s) [1]")) << "rank 0: " << e.what();
+        }
+        barrier("gdone_b");
+        RCHECK_EQ(mprotect(region.data(), bytes, PROT_READ | PROT_WRITE), 0);
+      },
+      cma_at_every_size());
+}
+
 // Broadcasts and scatters of more than kCmaMaxBytes per rank on a group that
 // stages (cma_if_huge_pages.h): the non-root reads the root's input with CMA
 // when it lies on huge pages and stages it otherwise, as the root answers for
