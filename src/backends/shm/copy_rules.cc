@@ -65,6 +65,15 @@ void single_copy(const CopyRulesInput& in, size_t floor, CopyRules& r) {
                                                : P2PMatcher::kPullFromBytes);
 }
 
+// A hybrid group with more ranks than CPUs scatters with CMA where its staged
+// path takes two whole steps or more (each waits for every rank to be
+// scheduled), and from kCmaRootedOversubscribedHybridMinBytes per rank at most
+// (direct_ops.h, beside that constant).
+size_t scatter_oversubscribed_hybrid_from(size_t staged_piece_bytes) {
+  if (staged_piece_bytes == 0) return kCmaRootedOversubscribedHybridMinBytes;
+  return std::min(kCmaRootedOversubscribedHybridMinBytes, 2 * staged_piece_bytes);
+}
+
 // Hybrid: single-copy rules from kHybridSingleCopyMinBytes, with the exceptions
 // measured on AMD Zen 5 (direct_ops.h, copy_path.h).
 void hybrid(const CopyRulesInput& in, CopyRules& r) {
@@ -79,7 +88,7 @@ void hybrid(const CopyRulesInput& in, CopyRules& r) {
     r.reduce_cma = sizes_from(kCmaReduceOversubscribedHybridMinBytes);
     r.all_gather_cma = {kCmaOversubscribedHybridMinBytes, kCmaMaxBytesSingleCopy};
     r.gather_cma = sizes_from(kCmaRootedOversubscribedHybridMinBytes);
-    r.scatter_cma = r.gather_cma;
+    r.scatter_cma = sizes_from(scatter_oversubscribed_hybrid_from(in.staged_piece_bytes));
     r.all_to_all_piece_cma = sizes_from(kCmaPairMinOversubscribed);  // as staged
   }
   if (in.oversubscribed) r.p2p_pull_from = SizeRange::kUnbounded;  // as staged
@@ -103,14 +112,13 @@ CopyRules copy_rules_for(const CopyRulesInput& in) {
       break;
   }
   // Many readers of one root queue on its pages (direct_ops.h): each reads it
-  // with CMA only where its input lies on huge pages. (With more ranks than
-  // CPUs broadcast keeps the rule above, measured at 4 ranks: direct_ops.h.)
-  if (!few_readers) {
+  // with CMA only where its input lies on huge pages. With more ranks than CPUs
+  // no more of them than CPUs read at once, and broadcast and scatter keep the
+  // rules above (measured at 4, 8 and 16 ranks on 2 CPUs: direct_ops.h).
+  if (!few_readers && in.cma_for_collectives) {
+    r.broadcast_cma = kNoSizes;
     r.scatter_cma = kNoSizes;
-    if (in.cma_for_collectives) {
-      r.broadcast_cma = kNoSizes;
-      r.root_on_huge_pages = {0, kCmaIfRootOnHugePagesMinBytes};
-    }
+    r.root_on_huge_pages = {0, kCmaIfRootOnHugePagesMinBytes};
   }
   return r;
 }

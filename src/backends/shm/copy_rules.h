@@ -23,7 +23,9 @@
 //   broadcast CMA  each   64K-8M             from 128K          from 16K
 //                  over   -                  2M-32M             2M-32M
 //   scatter CMA    each   as gather          as gather          as gather
-//                  over   -                  as gather          -
+//                  over   -                  from two staged    -
+//                                            steps (2 x 1M/n),
+//                                            512K at most
 //   broadcast and scatter with more than 3 readers of the root (n - 1 > 3,
 //   kCmaMaxReadersOfOneProcess, direct_ops.h): "each" none.
 //   broadcast and scatter otherwise staged, read with CMA where the root's input
@@ -76,6 +78,9 @@ struct CopyRulesInput {
   bool cma_for_collectives = false;   // ... and collectives may (shm_group.h)
   int group_size = 1;
   bool oversubscribed = false;  // more ranks in the job than CPUs (decides p2p)
+  // What one staged step carries per rank (ShmGroup::piece_bytes: the slot over
+  // the group's size); 0: unknown.
+  size_t staged_piece_bytes = 0;
 };
 
 // Where a broadcast or scatter that the table otherwise stages reads the root's

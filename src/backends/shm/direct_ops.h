@@ -128,6 +128,19 @@ inline constexpr size_t kCmaReduceOversubscribedHybridMinBytes = 1u << 20;
 // 512 KiB 87-109 -> 60-68, 1 MiB 208-214 -> 109-114, 2 MiB 432-518 ->
 // 203-215, 8 MiB 2,384-2,484 -> 1,134-1,188 (OpenMPI 51, 146, 519, 1,688).
 // From 8 and 32 KiB per rank CMA took twice as long as the slots.
+// scatter from less where a staged step carries less (ShmGroup::piece_bytes,
+// the 1 MiB slot over the group's size): from two whole steps, as its staged
+// path costs a round of every rank being scheduled per step (fifty-ninth
+// session, same VM, 2 CPUs, roots rotating, alternating launches, median µs,
+// staged / CMA / OpenMPI): 4 ranks (a step: 256 KiB per rank), 128 KiB 16 /
+// 35 / 34, 256 KiB 30 / 47-51 / 55-59, 384 KiB 58-64 / 68-77 / 79-81;
+// 8 ranks (128 KiB), 64 KiB 40 / 53-56 / 59-61, 128 KiB 49-50 / 67-68 /
+// 75-87, 192 KiB 119-124 / 87-111 / 107-126, 256 KiB 137-193 / 64-65 / 68-92, 512 KiB 360-370 /
+// 62-109 / 97-129, 1 MiB 784-917 / 98-203 / 459-486, 4 MiB 7,245-8,222 / 655-816 / 1,725-1,948; 16
+// ranks (64 KiB), 64 KiB 122-157 / 126-151 / 148-163, 128 KiB 366-375 / 126-135 / 141-154, 256 KiB
+// 721-852 / 141-147 / 168-247, 1 MiB 7,799-8,751 / 144-322 / 1,112-1,248. With more readers than
+// kCmaMaxReadersOfOneProcess scatter staged before at every size (below): no
+// more readers than CPUs run at once, and each reads pages of its own.
 inline constexpr size_t kCmaRootedOversubscribedHybridMinBytes = 512u << 10;
 
 // One process's pages, read by many ranks at once. On a 16-core Intel Xeon
@@ -145,7 +158,8 @@ inline constexpr size_t kCmaRootedOversubscribedHybridMinBytes = 512u << 10;
 //     on any pages only with at most kCmaMaxReadersOfOneProcess non-roots (4
 //     ranks: 1.31-1.54x OpenMPI from 16 KiB to 1 MiB); with more, only where the
 //     root's input (from kCmaIfRootOnHugePagesMinBytes) lies on huge pages
-//     (cma_if_huge_pages.h), and otherwise they stage;
+//     (cma_if_huge_pages.h), and otherwise they stage; with more ranks than
+//     CPUs, which bounds the readers at once, as with few (above);
 //   - gather's non-roots write their pieces into the root's output with CMA
 //     only when there are at most kCmaMaxReadersOfOneProcess of them (writers
 //     pin the root's pages as readers do); with more, the root reads them in

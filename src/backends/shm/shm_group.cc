@@ -208,7 +208,8 @@ void ShmGroup::agree_on_cma() {
                                 .cma = cma_,
                                 .cma_for_collectives = cma_for_collectives(),
                                 .group_size = size(),
-                                .oversubscribed = config_.oversubscribed});
+                                .oversubscribed = config_.oversubscribed,
+                                .staged_piece_bytes = piece_bytes_});
 }
 
 }  // namespace collie::detail

@@ -4,6 +4,8 @@
 // CmaOversubscribed and CmaManyReaders, p2p_test under each COLLIE_COPY_PATH).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "backends/shm/copy_rules.h"
 
 namespace collie::detail {
@@ -112,6 +114,42 @@ TEST(CopyRules, WithMoreRanksThanCpusCollectivesStageButForSomeLargeCalls) {
   EXPECT_EQ(hybrid.broadcast_cma, (SizeRange{2 * MiB, 32 * MiB}));
   EXPECT_EQ(hybrid.all_to_all_piece_cma, sizes_from(512 * KiB));  // as staged
   EXPECT_EQ(hybrid.p2p_pull_from, kAny);                          // as staged
+}
+
+// With more ranks than CPUs a hybrid group scatters with CMA from the size its
+// staged path takes two whole steps for (twice the slot's share per rank), 512
+// KiB at most, whatever the number of readers; broadcast keeps its range.
+TEST(CopyRules, OversubscribedHybridGroupsScatterWithCmaFromTwoStagedSteps) {
+  for (int n : {2, 3, 4, 8, 16}) {
+    const size_t step = (1 * MiB) / static_cast<size_t>(n) / 64 * 64;
+    const CopyRules r = copy_rules_for({.path = CopyPath::kHybrid,
+                                        .cma = true,
+                                        .cma_for_collectives = false,
+                                        .group_size = n,
+                                        .oversubscribed = true,
+                                        .staged_piece_bytes = step});
+    EXPECT_EQ(r.scatter_cma, sizes_from(std::min(512 * KiB, 2 * step))) << n << " ranks";
+    EXPECT_FALSE(r.scatter_cma.contains(std::min(512 * KiB, 2 * step) - 1)) << n << " ranks";
+    EXPECT_EQ(r.gather_cma, sizes_from(512 * KiB)) << n << " ranks";
+    EXPECT_EQ(r.broadcast_cma, (SizeRange{2 * MiB, 32 * MiB})) << n << " ranks";
+  }
+  // 8 ranks: from 256 KiB.
+  EXPECT_EQ(copy_rules_for({.path = CopyPath::kHybrid,
+                            .cma = true,
+                            .group_size = 8,
+                            .oversubscribed = true,
+                            .staged_piece_bytes = 128 * KiB})
+                .scatter_cma.from,
+            256 * KiB);
+  // Only hybrid groups: staged and single-copy ones stage scatters there.
+  for (CopyPath path : {CopyPath::kStaged, CopyPath::kSingleCopy}) {
+    EXPECT_TRUE(copy_rules_for({.path = path,
+                                .cma = true,
+                                .group_size = 8,
+                                .oversubscribed = true,
+                                .staged_piece_bytes = 128 * KiB})
+                    .scatter_cma.empty());
+  }
 }
 
 // COLLIE_CMA=always: collectives read with CMA although the job is larger than

@@ -26,6 +26,7 @@
 #include "cma_probe.h"
 #include "comm_test_util.h"
 #include "memory_pages.h"
+#include "runtime/env.h"
 
 namespace collie::testing {
 namespace {
@@ -528,6 +529,49 @@ TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
           RCHECK_EQ(moved() > before, c.cma && !root_of_rooted) << what << ", rank " << rank;
         }
         release();
+      },
+      o);
+}
+
+// A hybrid group with more ranks than CPUs scatters with CMA, to any number of
+// readers, once its staged path would take two whole steps (a rank's piece of
+// twice the slot's share, 1 MiB / n, or more), and stages shorter calls
+// (direct_ops.h, beside kCmaRootedOversubscribedHybridMinBytes). With a CPU
+// each, 5 readers of one root stage below 2 MiB of its input on any pages.
+// Every rank's piece is checked, and the bytes each non-root read show the
+// path (the root reads none).
+TEST(CmaOversubscribed, HybridGroupsScatterToManyRanksWithCmaFromTwoStagedSteps) {
+  constexpr int kRanks = 6;
+  const bool over = collie::detail::more_ranks_than_cpus(kRanks);
+  constexpr int64_t kStepBytes = (1 << 20) / kRanks / 64 * 64;  // ShmGroup::piece_bytes
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "hybrid"}};
+  run_ranks(
+      kRanks,
+      [&](int rank) {
+        const DType dt = DType::Float32;
+        const int root = 4;
+        struct Case {
+          int64_t bytes;  // per rank
+          bool cma;
+        };
+        const bool cma = cma_works_here() && over;
+        // The root's inputs stay below 2 MiB, read from huge pages alike.
+        const Case cases[] = {
+            {kStepBytes + 4, false}, {2 * kStepBytes - 4, false}, {2 * kStepBytes, cma}};
+        for (const Case& c : cases) {
+          const int64_t count = c.bytes / 4;
+          const std::string what = "scatter of " + std::to_string(c.bytes) + " bytes a rank";
+          Tensor x = make_tensor({count * kRanks}, dt,
+                                 [&](int64_t i) { return pattern_value(dt, rank, i); });
+          const uint64_t before = collie::detail::cma_bytes_read();
+          check_tensor(
+              scatter_tensor(x, root), dt, {count},
+              [&](int64_t i) { return pattern_value(dt, root, rank * count + i); }, what);
+          const uint64_t expected = c.cma && rank != root ? static_cast<uint64_t>(c.bytes) : 0;
+          RCHECK_EQ(collie::detail::cma_bytes_read() - before, expected)
+              << what << ", rank " << rank << (over ? ", more ranks than CPUs" : ", a CPU each");
+        }
       },
       o);
 }
