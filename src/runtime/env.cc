@@ -1,6 +1,7 @@
 #include "runtime/env.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -86,8 +87,15 @@ const std::vector<Family>& families() {
 
 }  // namespace
 
+namespace {
+std::atomic<unsigned> g_assumed_cpus{0};  // assume_cpus_for_testing; 0: the machine's
+}  // namespace
+
+void assume_cpus_for_testing(unsigned cpus) { g_assumed_cpus.store(cpus); }
+
 bool more_ranks_than_cpus(int ranks_here) {
-  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned assumed = g_assumed_cpus.load();
+  const unsigned cpus = assumed != 0 ? assumed : std::max(1u, std::thread::hardware_concurrency());
   return ranks_here > 0 && static_cast<unsigned>(ranks_here) > cpus;
 }
 

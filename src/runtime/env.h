@@ -50,6 +50,12 @@ bool debug_detail();
 // engine's waits, the mpi engine's driving callers).
 bool more_ranks_than_cpus(int ranks_here);
 
+// Tests only: has more_ranks_than_cpus() count `cpus` CPUs in this process and
+// the ranks it forks from now on (0: the machine's again), so the rules for
+// either side of it run on any machine. Every rank of a job must count alike
+// (the shm groups choose their copy rules from it, each on its own).
+void assume_cpus_for_testing(unsigned cpus);
+
 // A positive byte count from variable `name`, else `fallback`. Accepts K/M/G suffixes.
 size_t env_bytes(const char* name, size_t fallback);
 

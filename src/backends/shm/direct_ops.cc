@@ -441,13 +441,21 @@ class DirectAllGather final : public SymmetricOp {
 // rank 19.7-20.1 -> 11.7-12.6, 1 MiB 93-99 -> 26-34, 4 MiB 222-246 -> 124-144,
 // 16 MiB 1,774-1,960 -> 1,334-1,456; OpenMPI 18-34, 92-101, 180-194,
 // 1,497-1,588). With more than kCmaMaxReadersOfOneProcess non-roots the root
-// still reads them in turn: writers into one process would queue on its pages
-// as readers of one do (direct_ops.h).
+// still reads them in turn where every rank has a CPU: writers into one process
+// would queue on its pages as readers of one do (direct_ops.h). With more ranks
+// than CPUs no more writers than CPUs run at once, each into pages of its own,
+// and the root's reads one after another took 3-7x as long (fifty-ninth
+// session, AMD Zen 5 VM, 2 CPUs, roots rotating, alternating launches, median /
+// slowest rank µs, read -> written, OpenMPI in brackets: 8 ranks, 1 MiB per rank
+// 1,752-2,067 / 1,792-2,134 -> 239-281 / 312 (2,114-2,619 / 3,006-4,022); 16
+// ranks, 1 MiB 3,330-3,381 / 3,429-3,567 -> 542-1,084 / 1,234-1,332 (5,489-5,563
+// / 16,460-17,440)). Every rank counts the same CPUs, so all choose alike.
 class DirectGather final : public SymmetricOp {
  public:
   DirectGather(const CollectiveCall& c, const DirectBuffers& b, size_t count, DType dtype, int root)
       : SymmetricOp(c, b, dtype, count, count * static_cast<size_t>(c.group->size()), root),
-        pushed_(!b.cma || n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess)) {
+        pushed_(!b.cma || n_ - 1 <= static_cast<size_t>(kCmaMaxReadersOfOneProcess) ||
+                c.group->config().oversubscribed) {
     if (pushed_) {
       only_root_shared(root);
     } else {

@@ -162,8 +162,9 @@ inline constexpr size_t kCmaRootedOversubscribedHybridMinBytes = 512u << 10;
 //     CPUs, which bounds the readers at once, as with few (above);
 //   - gather's non-roots write their pieces into the root's output with CMA
 //     only when there are at most kCmaMaxReadersOfOneProcess of them (writers
-//     pin the root's pages as readers do); with more, the root reads them in
-//     turn.
+//     pin the root's pages as readers do), or more ranks than CPUs (which bounds
+//     the writers at once: direct_ops.cc, DirectGather); otherwise the root
+//     reads them in turn.
 inline constexpr int kCmaMaxReadersOfOneProcess = 3;
 inline constexpr size_t kCmaIfRootOnHugePagesMinBytes = 2u << 20;
 
