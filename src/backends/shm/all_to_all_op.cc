@@ -49,6 +49,13 @@
 //     pieces from kCmaPairMinOversubscribed, which take several staged steps,
 //     each waiting for every rank to be scheduled (4 ranks on 2 cores, 2 MiB
 //     pieces: 2.8 -> 1.9 ms; 128 KiB ones gained nothing on the AMD machine),
+//     or from the size that takes two whole staged steps where that is less
+//     (more than 4 ranks; fifty-ninth session, same machine, median µs, staged
+//     -> CMA, OpenMPI in brackets: 8 ranks, 256 KiB pieces 650-664 -> 389-471
+//     (393-398), 128 KiB 312-314 against 365-397 (429-516); 16 ranks, 128 KiB
+//     1,762-1,905 -> 1,189-1,223 (1,489-1,626), 256 KiB 4,636-5,286 ->
+//     2,218-3,198 (2,346-2,597), 64 KiB even; 4 ranks, 256 KiB 125-126
+//     against 160-162 (173)),
 //     and where the group prefers single copies from
 //     kCmaPairMinOversubscribedSingleCopy (Intel Xeon, 4 ranks on 2 cores, best
 //     of three rounds in each of three sweeps: 128 KiB pieces 89-99 -> 69-75 us,

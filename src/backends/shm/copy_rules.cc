@@ -22,6 +22,15 @@ constexpr size_t kCmaPairMinOversubscribed = 512u << 10;
 constexpr size_t kCmaPairMinOversubscribedSingleCopy = 128u << 10;
 constexpr size_t kCmaPairMax = 512u << 10;
 
+// With more ranks than CPUs, staged and hybrid groups read all_to_all's pieces
+// with CMA where the slots would take two whole steps for them or more (each
+// waits for every rank to be scheduled), and from kCmaPairMinOversubscribed at
+// most (all_to_all_op.cc's header).
+size_t pair_cma_oversubscribed_from(const CopyRulesInput& in) {
+  if (in.staged_all_to_all_piece_bytes == 0) return kCmaPairMinOversubscribed;
+  return std::min(kCmaPairMinOversubscribed, 2 * in.staged_all_to_all_piece_bytes);
+}
+
 // The rules of a group that stages: CMA only for mid-sized data movers, and
 // for large ones whose source lies on huge pages.
 void stage(const CopyRulesInput& in, bool few_readers, CopyRules& r) {
@@ -38,7 +47,7 @@ void stage(const CopyRulesInput& in, bool few_readers, CopyRules& r) {
   }
   if (in.cma) {
     r.all_to_all_piece_cma = in.cma_for_collectives ? SizeRange{kCmaPairMin, kCmaPairMax}
-                                                    : sizes_from(kCmaPairMinOversubscribed);
+                                                    : sizes_from(pair_cma_oversubscribed_from(in));
   }
 }
 
@@ -89,7 +98,7 @@ void hybrid(const CopyRulesInput& in, CopyRules& r) {
     r.all_gather_cma = {kCmaOversubscribedHybridMinBytes, kCmaMaxBytesSingleCopy};
     r.gather_cma = sizes_from(kCmaRootedOversubscribedHybridMinBytes);
     r.scatter_cma = sizes_from(scatter_oversubscribed_hybrid_from(in.staged_piece_bytes));
-    r.all_to_all_piece_cma = sizes_from(kCmaPairMinOversubscribed);  // as staged
+    r.all_to_all_piece_cma = sizes_from(pair_cma_oversubscribed_from(in));  // as staged
   }
   if (in.oversubscribed) r.p2p_pull_from = SizeRange::kUnbounded;  // as staged
 }

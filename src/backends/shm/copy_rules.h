@@ -33,7 +33,9 @@
 //   more, every path from 2M of the root's input.
 //   all_to_all     each   32K-512K (beyond   from 128K          from 16K
 //     piece CMA           on huge pages)
-//                  over   from 512K          from 512K          from 128K
+//                  over   from two staged    as staged          from 128K
+//                         steps (2 x ~1M/n),
+//                         512K at most
 //   p2p pull       each   beyond the ring    from 128K          from 16K
 //                         on huge pages
 //                  over   beyond the ring    beyond the ring    from 128K
@@ -79,8 +81,10 @@ struct CopyRulesInput {
   int group_size = 1;
   bool oversubscribed = false;  // more ranks in the job than CPUs (decides p2p)
   // What one staged step carries per rank (ShmGroup::piece_bytes: the slot over
-  // the group's size); 0: unknown.
+  // the group's size) and per pair of an all_to_all (all_to_all_piece_bytes);
+  // 0: unknown.
   size_t staged_piece_bytes = 0;
+  size_t staged_all_to_all_piece_bytes = 0;
 };
 
 // Where a broadcast or scatter that the table otherwise stages reads the root's

@@ -209,7 +209,8 @@ void ShmGroup::agree_on_cma() {
                                 .cma_for_collectives = cma_for_collectives(),
                                 .group_size = size(),
                                 .oversubscribed = config_.oversubscribed,
-                                .staged_piece_bytes = piece_bytes_});
+                                .staged_piece_bytes = piece_bytes_,
+                                .staged_all_to_all_piece_bytes = all_to_all_piece_bytes_});
 }
 
 }  // namespace collie::detail

@@ -152,6 +152,34 @@ TEST(CopyRules, OversubscribedHybridGroupsScatterWithCmaFromTwoStagedSteps) {
   }
 }
 
+// With more ranks than CPUs staged and hybrid groups read all_to_all's pieces
+// with CMA from the size the slots take two whole steps for (twice a pair's
+// share of the slot), 512 KiB at most; single-copy groups keep 128 KiB.
+TEST(CopyRules, OversubscribedGroupsPullAllToAllPiecesFromTwoStagedSteps) {
+  for (int n : {2, 4, 8, 16}) {
+    const size_t share = (1 * MiB - 64 * static_cast<size_t>(n)) / static_cast<size_t>(n) / 64 * 64;
+    for (CopyPath path : {CopyPath::kStaged, CopyPath::kHybrid, CopyPath::kSingleCopy}) {
+      const CopyRules r = copy_rules_for({.path = path,
+                                          .cma = true,
+                                          .cma_for_collectives = false,
+                                          .group_size = n,
+                                          .oversubscribed = true,
+                                          .staged_all_to_all_piece_bytes = share});
+      const size_t from =
+          path == CopyPath::kSingleCopy ? 128 * KiB : std::min(512 * KiB, 2 * share);
+      EXPECT_EQ(r.all_to_all_piece_cma, sizes_from(from)) << n << " ranks";
+    }
+  }
+  // Each with a CPU: the usual ranges, whatever the share.
+  EXPECT_EQ(copy_rules_for({.path = CopyPath::kStaged,
+                            .cma = true,
+                            .cma_for_collectives = true,
+                            .group_size = 8,
+                            .staged_all_to_all_piece_bytes = 128 * KiB})
+                .all_to_all_piece_cma,
+            (SizeRange{32 * KiB, 512 * KiB}));
+}
+
 // COLLIE_CMA=always: collectives read with CMA although the job is larger than
 // the machine; p2p still counts ranks against CPUs.
 TEST(CopyRules, P2pFollowsTheJobSizeAndCollectivesFollowCmaForCollectives) {

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "backends/shm/huge_page_probe.h"
+#include "backends/shm/layout.h"
 #include "cma_probe.h"
 #include "comm_test_util.h"
 #include "memory_pages.h"
@@ -589,6 +590,47 @@ TEST(CmaOversubscribed, HybridGroupsScatterToManyRanksWithCmaFromTwoStagedSteps)
         },
         o);
   }
+}
+
+// With more ranks than CPUs an all_to_all reads the pieces the slots would
+// take two whole steps for with CMA (twice a pair's share of the 1 MiB slot,
+// all_to_all_piece_bytes; 512 KiB at most: all_to_all_op.cc's header) and
+// stages smaller ones. 6 ranks counting 2 CPUs, even splits on both sides of
+// the threshold; every element is checked, and each rank's CMA reads show the
+// path (each peer's piece read once, or none).
+TEST(CmaOversubscribed, AllToAllPullsPiecesFromTwoStagedSteps) {
+  constexpr int kRanks = 6;
+  AssumedCpus assumed(2);
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "hybrid"}};
+  run_ranks(
+      kRanks,
+      [&](int rank) {
+        const DType dt = DType::Float32;
+        const size_t share = collie::detail::all_to_all_piece_bytes(1 << 20, kRanks);
+        ASSERT_LT(2 * share, size_t{512} << 10);
+        for (const size_t bytes : {2 * share - 4, 2 * share}) {
+          const bool pulled = cma_works_here() && bytes >= 2 * share;
+          const int64_t piece = static_cast<int64_t>(bytes / 4);
+          const std::string what = "all_to_all of " + std::to_string(bytes) +
+                                   "-byte pieces, rank " + std::to_string(rank);
+          // Element k of the piece from i to j holds pattern_value(dt, 8 * i + j, k).
+          Tensor x = make_tensor({kRanks * piece}, dt, [&](int64_t k) {
+            return pattern_value(dt, 8 * rank + static_cast<int>(k / piece), k % piece);
+          });
+          const uint64_t before = collie::detail::cma_bytes_read();
+          Tensor y = all_to_all_single_with_output_shape({kRanks * piece}, x).first;
+          check_tensor(
+              y, dt, {kRanks * piece},
+              [&](int64_t k) {
+                return pattern_value(dt, 8 * static_cast<int>(k / piece) + rank, k % piece);
+              },
+              what);
+          const uint64_t expected = pulled ? (kRanks - 1) * static_cast<uint64_t>(bytes) : 0;
+          RCHECK_EQ(collie::detail::cma_bytes_read() - before, expected) << what;
+        }
+      },
+      o);
 }
 
 // A gather with more non-roots than kCmaMaxReadersOfOneProcess: where every
