@@ -94,7 +94,9 @@ void hybrid(const CopyRulesInput& in, CopyRules& r) {
     r.scatter_cma.below = SizeRange::kUnbounded;
   } else {
     r.all_reduce_cma = {kCmaOversubscribedHybridMinBytes, kCmaAllReduceMaxBytes};
-    r.reduce_cma = sizes_from(kCmaReduceOversubscribedHybridMinBytes);
+    r.reduce_cma = sizes_from(
+        std::max(kCmaReduceOversubscribedHybridMinBytes,
+                 static_cast<size_t>(in.group_size) * kCmaReduceOversubscribedMinSliceBytes + 1));
     r.all_gather_cma = {kCmaOversubscribedHybridMinBytes, kCmaMaxBytesSingleCopy};
     r.gather_cma = sizes_from(kCmaRootedOversubscribedHybridMinBytes);
     r.scatter_cma = sizes_from(scatter_oversubscribed_hybrid_from(in.staged_piece_bytes));

@@ -15,7 +15,8 @@
 //   all_reduce CMA each   -                  128K-64M           128K-64M
 //                  over   -                  2M-64M             -
 //   reduce CMA     each   -                  from 2M            from 32K
-//                  over   -                  from 1M            -
+//                  over   -                  from 2M, above     -
+//                                            n x 256K
 //   all_gather CMA each   64K-8M             from 128K          8K-32M
 //                  over   -                  2M-32M             -
 //   gather CMA     each   64K-8M             from 128K          16K-32M

@@ -118,7 +118,20 @@ inline constexpr size_t kCmaBroadcastMaxBytesOversubscribed = 32u << 20;
 // 3,862 -> 3,452. Not measured on Intel, where all_gather of 2 MiB per rank
 // lost with CMA (above), so single-copy groups keep staging.
 inline constexpr size_t kCmaOversubscribedHybridMinBytes = 2u << 20;
-inline constexpr size_t kCmaReduceOversubscribedHybridMinBytes = 1u << 20;
+// Since the fifty-fifth session's eager staged reduce (step_op.h) the staged
+// path wins more: reduce with CMA there from kCmaReduceOversubscribedHybridMinBytes
+// (the inputs' huge pages, core/block_cache.h) and once each rank's slice is
+// more than one chunk of its reduction, kCmaReduceOversubscribedMinSliceBytes
+// (fifty-ninth session, roots rotating, alternating launches, median µs,
+// staged against CMA, OpenMPI in brackets: 4 ranks, 1 MiB 127-159 against
+// 248-286 (408-447), 1.5 MiB 292-301 against 449-472 (inputs on 4 KiB
+// pages), 2 MiB 318-417 against 246-297 (427-515); 8 ranks, 2 MiB 557-568
+// against 674-678 (1,273-1,341), 3 MiB 1,391-1,398 against 1,219-1,242, 8 MiB
+// 3,877-4,215 against 3,261-3,358 (7,890-10,392); 16 ranks, 2 MiB
+// 1,101-1,355 against 2,212-2,372 (2,112-2,313), 4 MiB 4,164-6,342 against
+// 4,177-4,179, 8 MiB 49,053-49,374 against 9,081-11,825 (88,680-91,555)).
+inline constexpr size_t kCmaReduceOversubscribedHybridMinBytes = 2u << 20;
+inline constexpr size_t kCmaReduceOversubscribedMinSliceBytes = 256u << 10;
 
 // gather and scatter there from kCmaRootedOversubscribedHybridMinBytes per
 // rank, at any size above (fiftieth session, AMD Zen 5 VM, 4 ranks on 2 cores,

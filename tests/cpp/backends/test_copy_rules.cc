@@ -107,7 +107,9 @@ TEST(CopyRules, WithMoreRanksThanCpusCollectivesStageButForSomeLargeCalls) {
 
   const CopyRules hybrid = rules(CopyPath::kHybrid, 4, false);
   EXPECT_EQ(hybrid.all_reduce_cma, (SizeRange{2 * MiB, 64 * MiB}));
-  EXPECT_EQ(hybrid.reduce_cma, sizes_from(1 * MiB));
+  EXPECT_EQ(hybrid.reduce_cma, sizes_from(2 * MiB));  // 4 ranks: 4 x 256 KiB below 2 MiB
+  EXPECT_EQ(rules(CopyPath::kHybrid, 8, false).reduce_cma, sizes_from(2 * MiB + 1));
+  EXPECT_EQ(rules(CopyPath::kHybrid, 16, false).reduce_cma, sizes_from(4 * MiB + 1));
   EXPECT_EQ(hybrid.all_gather_cma, (SizeRange{2 * MiB, 32 * MiB}));
   EXPECT_EQ(hybrid.gather_cma, sizes_from(512 * KiB));
   EXPECT_EQ(hybrid.scatter_cma, sizes_from(512 * KiB));

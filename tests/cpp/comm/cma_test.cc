@@ -453,8 +453,9 @@ TEST(CmaOversubscribed, LargeBroadcastsReadWithCmaWhateverTheCpuCount) {
 }
 
 // Hybrid groups with more ranks than CPUs read all_reduce and all_gather of 2
-// MiB per rank or more with CMA, reduce from 1 MiB, gather and scatter from 512
-// KiB (direct_ops.h), and stage smaller calls; with a CPU each they read
+// MiB per rank or more with CMA, reduce from 2 MiB (3 ranks: their slices are
+// then more than 256 KiB), gather and scatter from 512 KiB (direct_ops.h), and
+// stage smaller calls; with a CPU each they read
 // all_reduce, all_gather, gather and scatter from 128 KiB (copy_path.h), reduce
 // from 2 MiB. 3 ranks: on fewer than 3 CPUs both rules show. Every element is
 // checked, and the bytes this rank moved through CMA show the path (gather's
@@ -479,7 +480,7 @@ TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
         const Case cases[] = {{"all_reduce", (2 << 20) + 12, cma},
                               {"all_reduce", 1 << 20, cma && cpu_each},
                               {"reduce", (2 << 20) + 4, cma},
-                              {"reduce", (1 << 20) + 4, cma && !cpu_each},
+                              {"reduce", (2 << 20) - 4, false},
                               {"reduce", 512 << 10, false},
                               {"all_gather", 2 << 20, cma},
                               {"all_gather", (1 << 20) + 8, cma && cpu_each},
