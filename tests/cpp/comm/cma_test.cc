@@ -546,51 +546,85 @@ TEST(CmaOversubscribed, HybridGroupsReadLargeReductionsAndGathersWithCma) {
       o);
 }
 
+// Runs body(rank, over) on kHybridRanks ranks of a hybrid group twice: counting
+// 2 CPUs (over: more ranks than CPUs), then a CPU a rank.
+constexpr int kHybridRanks = 6;
+void run_hybrid_ranks_both_ways(const std::function<void(int rank, bool over)>& body) {
+  RunOptions o;
+  o.env = {{"COLLIE_COPY_PATH", "hybrid"}};
+  for (unsigned cpus : {2u, static_cast<unsigned>(kHybridRanks)}) {
+    AssumedCpus assumed(cpus);
+    const bool over = collie::detail::more_ranks_than_cpus(kHybridRanks);
+    run_ranks(
+        kHybridRanks, [&](int rank) { body(rank, over); }, o);
+  }
+}
+
+std::string cpus_counted(bool over) { return over ? "2 CPUs" : "a CPU a rank"; }
+
 // A hybrid group with more ranks than CPUs scatters with CMA, to any number of
 // readers, once its staged path would take two whole steps (a rank's piece of
 // twice the slot's share, 1 MiB / n, or more), and stages shorter calls
 // (direct_ops.h, beside kCmaRootedOversubscribedHybridMinBytes). With a CPU
-// each, 5 readers of one root stage below 2 MiB of its input on any pages. 6
-// ranks, counting 2 CPUs and then 6; every rank's piece is checked, and the
-// bytes each non-root read show the path (the root reads none).
+// each, 5 readers of one root stage below 2 MiB of its input on any pages.
+// Every rank's piece is checked, and the bytes each non-root read show the
+// path (the root reads none).
 TEST(CmaOversubscribed, HybridGroupsScatterToManyRanksWithCmaFromTwoStagedSteps) {
-  constexpr int kRanks = 6;
-  constexpr int64_t kStepBytes = (1 << 20) / kRanks / 64 * 64;  // ShmGroup::piece_bytes
-  RunOptions o;
-  o.env = {{"COLLIE_COPY_PATH", "hybrid"}};
-  for (unsigned cpus : {2u, 6u}) {
-    AssumedCpus assumed(cpus);
-    const bool over = collie::detail::more_ranks_than_cpus(kRanks);
-    run_ranks(
-        kRanks,
-        [&](int rank) {
-          const DType dt = DType::Float32;
-          const int root = 4;
-          struct Case {
-            int64_t bytes;  // per rank
-            bool cma;
-          };
-          const bool cma = cma_works_here() && over;
-          // The root's inputs stay below 2 MiB, read from huge pages alike.
-          const Case cases[] = {
-              {kStepBytes + 4, false}, {2 * kStepBytes - 4, false}, {2 * kStepBytes, cma}};
-          for (const Case& c : cases) {
-            const int64_t count = c.bytes / 4;
-            const std::string what = "scatter of " + std::to_string(c.bytes) + " bytes a rank, " +
-                                     std::to_string(cpus) + " CPUs";
-            Tensor x = make_tensor({count * kRanks}, dt,
-                                   [&](int64_t i) { return pattern_value(dt, rank, i); });
-            const uint64_t before = collie::detail::cma_bytes_read();
-            check_tensor(
-                scatter_tensor(x, root), dt, {count},
-                [&](int64_t i) { return pattern_value(dt, root, rank * count + i); }, what);
-            const uint64_t expected = c.cma && rank != root ? static_cast<uint64_t>(c.bytes) : 0;
-            RCHECK_EQ(collie::detail::cma_bytes_read() - before, expected)
-                << what << ", rank " << rank;
-          }
-        },
-        o);
-  }
+  constexpr int64_t kStepBytes = (1 << 20) / kHybridRanks / 64 * 64;  // ShmGroup::piece_bytes
+  run_hybrid_ranks_both_ways([&](int rank, bool over) {
+    const DType dt = DType::Float32;
+    const int root = 4;
+    struct Case {
+      int64_t bytes;  // per rank
+      bool cma;
+    };
+    const bool cma = cma_works_here() && over;
+    // The root's inputs stay below 2 MiB, read from huge pages alike.
+    const Case cases[] = {
+        {kStepBytes + 4, false}, {2 * kStepBytes - 4, false}, {2 * kStepBytes, cma}};
+    for (const Case& c : cases) {
+      const int64_t count = c.bytes / 4;
+      const std::string what =
+          "scatter of " + std::to_string(c.bytes) + " bytes a rank, " + cpus_counted(over);
+      Tensor x = make_tensor({count * kHybridRanks}, dt,
+                             [&](int64_t i) { return pattern_value(dt, rank, i); });
+      const uint64_t before = collie::detail::cma_bytes_read();
+      check_tensor(
+          scatter_tensor(x, root), dt, {count},
+          [&](int64_t i) { return pattern_value(dt, root, rank * count + i); }, what);
+      const uint64_t expected = c.cma && rank != root ? static_cast<uint64_t>(c.bytes) : 0;
+      RCHECK_EQ(collie::detail::cma_bytes_read() - before, expected) << what << ", rank " << rank;
+    }
+  });
+}
+
+// A gather with more non-roots than kCmaMaxReadersOfOneProcess: where every
+// rank has a CPU the root reads their pieces in turn; with more ranks than
+// CPUs each non-root writes its own into the root's output (direct_ops.cc,
+// DirectGather). 512 KiB and a float per rank (CMA either way); the bytes each
+// rank read and wrote show who moved them.
+TEST(CmaOversubscribed, ManyNonRootsWriteTheirGatherPiecesIntoTheRootWhenOversubscribed) {
+  run_hybrid_ranks_both_ways([&](int rank, bool over) {
+    const DType dt = DType::Float32;
+    const int root = 1;
+    const int64_t count = (512 << 10) / 4 + 1;
+    const uint64_t bytes = static_cast<uint64_t>(count) * 4;
+    Tensor x = make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+    const uint64_t read = collie::detail::cma_bytes_read();
+    const uint64_t written = collie::detail::cma_bytes_written();
+    Tensor y = gather_into_tensor(x, root);
+    const std::string what = "gather, " + cpus_counted(over) + ", rank " + std::to_string(rank);
+    if (rank == root) {
+      check_tensor(
+          y, DType::Float32, {kHybridRanks * count},
+          [&](int64_t i) { return pattern_value(dt, i / count, i % count); }, what);
+    }
+    uint64_t expect_read = 0, expect_written = 0;
+    if (cma_works_here() && over && rank != root) expect_written = bytes;
+    if (cma_works_here() && !over && rank == root) expect_read = (kHybridRanks - 1) * bytes;
+    RCHECK_EQ(collie::detail::cma_bytes_read() - read, expect_read) << what;
+    RCHECK_EQ(collie::detail::cma_bytes_written() - written, expect_written) << what;
+  });
 }
 
 // With more ranks than CPUs an all_to_all reads the pieces the slots would
@@ -632,48 +666,6 @@ TEST(CmaOversubscribed, AllToAllPullsPiecesFromTwoStagedSteps) {
         }
       },
       o);
-}
-
-// A gather with more non-roots than kCmaMaxReadersOfOneProcess: where every
-// rank has a CPU the root reads their pieces in turn; with more ranks than
-// CPUs each non-root writes its own into the root's output (direct_ops.cc,
-// DirectGather). 6 ranks of a hybrid group, 512 KiB and a float per rank (CMA
-// either way), counting 2 CPUs and then 6; the bytes each rank read and wrote
-// show who moved them.
-TEST(CmaOversubscribed, ManyNonRootsWriteTheirGatherPiecesIntoTheRootWhenOversubscribed) {
-  constexpr int kRanks = 6;
-  RunOptions o;
-  o.env = {{"COLLIE_COPY_PATH", "hybrid"}};
-  for (unsigned cpus : {2u, 6u}) {
-    AssumedCpus assumed(cpus);
-    const bool over = collie::detail::more_ranks_than_cpus(kRanks);
-    run_ranks(
-        kRanks,
-        [&](int rank) {
-          const DType dt = DType::Float32;
-          const int root = 1;
-          const int64_t count = (512 << 10) / 4 + 1;
-          const uint64_t bytes = static_cast<uint64_t>(count) * 4;
-          Tensor x =
-              make_tensor({count}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
-          const uint64_t read = collie::detail::cma_bytes_read();
-          const uint64_t written = collie::detail::cma_bytes_written();
-          Tensor y = gather_into_tensor(x, root);
-          const std::string what =
-              "gather, " + std::to_string(cpus) + " CPUs, rank " + std::to_string(rank);
-          if (rank == root) {
-            check_tensor(
-                y, DType::Float32, {kRanks * count},
-                [&](int64_t i) { return pattern_value(dt, i / count, i % count); }, what);
-          }
-          uint64_t expect_read = 0, expect_written = 0;
-          if (cma_works_here() && over && rank != root) expect_written = bytes;
-          if (cma_works_here() && !over && rank == root) expect_read = (kRanks - 1) * bytes;
-          RCHECK_EQ(collie::detail::cma_bytes_read() - read, expect_read) << what;
-          RCHECK_EQ(collie::detail::cma_bytes_written() - written, expect_written) << what;
-        },
-        o);
-  }
 }
 
 // From 16 KiB per rank (all_gather 8 KiB) where the group prefers single
