@@ -22,13 +22,13 @@ constexpr size_t kCmaPairMinOversubscribed = 512u << 10;
 constexpr size_t kCmaPairMinOversubscribedSingleCopy = 128u << 10;
 constexpr size_t kCmaPairMax = 512u << 10;
 
-// With more ranks than CPUs, staged and hybrid groups read all_to_all's pieces
-// with CMA where the slots would take two whole steps for them or more (each
-// waits for every rank to be scheduled), and from kCmaPairMinOversubscribed at
-// most (all_to_all_op.cc's header).
-size_t pair_cma_oversubscribed_from(const CopyRulesInput& in) {
-  if (in.staged_all_to_all_piece_bytes == 0) return kCmaPairMinOversubscribed;
-  return std::min(kCmaPairMinOversubscribed, 2 * in.staged_all_to_all_piece_bytes);
+// With more ranks than CPUs each staged step waits for every rank to be
+// scheduled: a transfer whose staged path takes two whole steps of `share`
+// bytes or more reads with CMA, and from `at_most` where that is less (scatter
+// and all_to_all's pieces: direct_ops.h, all_to_all_op.cc's header). A share
+// of 0 is unknown.
+size_t from_two_staged_steps(size_t share, size_t at_most) {
+  return share == 0 ? at_most : std::min(at_most, 2 * share);
 }
 
 // The rules of a group that stages: CMA only for mid-sized data movers, and
@@ -46,8 +46,10 @@ void stage(const CopyRulesInput& in, bool few_readers, CopyRules& r) {
     }
   }
   if (in.cma) {
-    r.all_to_all_piece_cma = in.cma_for_collectives ? SizeRange{kCmaPairMin, kCmaPairMax}
-                                                    : sizes_from(pair_cma_oversubscribed_from(in));
+    r.all_to_all_piece_cma =
+        in.cma_for_collectives ? SizeRange{kCmaPairMin, kCmaPairMax}
+                               : sizes_from(from_two_staged_steps(in.staged_all_to_all_piece_bytes,
+                                                                  kCmaPairMinOversubscribed));
   }
 }
 
@@ -74,15 +76,6 @@ void single_copy(const CopyRulesInput& in, size_t floor, CopyRules& r) {
                                                : P2PMatcher::kPullFromBytes);
 }
 
-// A hybrid group with more ranks than CPUs scatters with CMA where its staged
-// path takes two whole steps or more (each waits for every rank to be
-// scheduled), and from kCmaRootedOversubscribedHybridMinBytes per rank at most
-// (direct_ops.h, beside that constant).
-size_t scatter_oversubscribed_hybrid_from(size_t staged_piece_bytes) {
-  if (staged_piece_bytes == 0) return kCmaRootedOversubscribedHybridMinBytes;
-  return std::min(kCmaRootedOversubscribedHybridMinBytes, 2 * staged_piece_bytes);
-}
-
 // Hybrid: single-copy rules from kHybridSingleCopyMinBytes, with the exceptions
 // measured on AMD Zen 5 (direct_ops.h, copy_path.h).
 void hybrid(const CopyRulesInput& in, CopyRules& r) {
@@ -99,8 +92,10 @@ void hybrid(const CopyRulesInput& in, CopyRules& r) {
                  static_cast<size_t>(in.group_size) * kCmaReduceOversubscribedMinSliceBytes + 1));
     r.all_gather_cma = {kCmaOversubscribedHybridMinBytes, kCmaMaxBytesSingleCopy};
     r.gather_cma = sizes_from(kCmaRootedOversubscribedHybridMinBytes);
-    r.scatter_cma = sizes_from(scatter_oversubscribed_hybrid_from(in.staged_piece_bytes));
-    r.all_to_all_piece_cma = sizes_from(pair_cma_oversubscribed_from(in));  // as staged
+    r.scatter_cma = sizes_from(
+        from_two_staged_steps(in.staged_piece_bytes, kCmaRootedOversubscribedHybridMinBytes));
+    r.all_to_all_piece_cma = sizes_from(  // as staged
+        from_two_staged_steps(in.staged_all_to_all_piece_bytes, kCmaPairMinOversubscribed));
   }
   if (in.oversubscribed) r.p2p_pull_from = SizeRange::kUnbounded;  // as staged
 }
