@@ -189,7 +189,9 @@ TEST(Groups, DestroyGroup) {
 TEST(Groups, AGroupDestroyedByAnotherThreadIsNotUsedFromTheCache) {
   run_ranks(2, [](int rank) {
     create_group("cached", {0, 1});
-    std::promise<void> used, destroyed, recreated;
+    // `tried`: the worker's call on the destroyed name is over before the name
+    // is created again (else that call may find the new group and succeed).
+    std::promise<void> used, destroyed, tried, recreated;
     std::string after_destroy;   // the error of the worker's call on the destroyed name
     double after_recreate = -1;  // its all_reduce(MAX) of world ranks on the new group
     double before = -1;          // its all_reduce(SUM) of ones on the first group
@@ -205,6 +207,7 @@ TEST(Groups, AGroupDestroyedByAnotherThreadIsNotUsedFromTheCache) {
         } catch (const collie::RuntimeError& e) {
           after_destroy = e.what();
         }
+        tried.set_value();
         recreated.get_future().wait();
         after_recreate = all_reduce(Tensor::full({1}, rank), ReduceOp::MAX, "cached").first.item();
       } catch (...) {
@@ -214,6 +217,7 @@ TEST(Groups, AGroupDestroyedByAnotherThreadIsNotUsedFromTheCache) {
     used.get_future().wait();
     destroy_group("cached");
     destroyed.set_value();
+    tried.get_future().wait();
     create_group("cached", {1, 0});
     recreated.set_value();
     worker.join();
