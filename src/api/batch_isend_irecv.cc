@@ -9,7 +9,6 @@
 // per op, 12,616 as one call. A run of one op is started as isend/irecv start
 // theirs, so it is recorded as that op; a transfer of a longer run names the
 // batch and itself in its errors (OpInfo::describe_transfer).
-#include <atomic>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "api/p2p_start.h"
+#include "api/placeholder.h"
 #include "core/inline_or_heap.h"
 #include "core/shape_check.h"
 
@@ -52,31 +52,6 @@ struct Run {
 // (constructing and destroying all eight cost an exchange of two 8 B messages 180
 // of its 4,300 instructions).
 constexpr size_t kInlineOps = 8;
-
-// An isend's result: a 0-d float32 zero. A loop of batches is done with each
-// batch's results before the next, so each thread keeps one placeholder and
-// hands it out again whenever nothing else holds it, zeroed again (its last
-// holder may have written to it). Making and freeing a new one cost a send_recv
-// of 8 B (2 ranks) ~160 of its ~2,950 instructions.
-//
-// ThreadSanitizer does not model the standalone fence below (GCC warns that it
-// is unsupported there), so under it each isend gets a new placeholder: a
-// placeholder last dropped on another thread would otherwise be reported as a
-// race whenever nothing else happened to order that thread's drop before the
-// reuse.
-#if defined(__SANITIZE_THREAD__)
-Tensor isend_placeholder() { return Tensor::zeros({}); }
-#else
-Tensor isend_placeholder() {
-  thread_local Tensor kept = Tensor::zeros({});
-  if (kept.storage().use_count() != 1) return Tensor::zeros({});  // a holder still has it
-  // The holders that let go released it (their reference drops are release
-  // operations); this makes their writes happen before the zeroing below.
-  std::atomic_thread_fence(std::memory_order_acquire);
-  *static_cast<float*>(kept.data_ptr()) = 0.0f;
-  return kept;
-}
-#endif
 
 class Batch {
  public:
@@ -171,7 +146,7 @@ class Batch {
     for (size_t i = results_.size(); i < end; ++i) {
       const P2POp& op = ops_[i];
       if (op.kind == P2POp::Kind::ISEND) {
-        results_.push_back(isend_placeholder());
+        results_.push_back(detail::scalar_placeholder());
       } else if (!op.by_shape && op.tensor.dtype() == op.recv_dtype) {
         // Shares the template's layout: no lookup of its shape (~70 instructions).
         results_.push_back(Tensor::uninitialized_like(op.tensor));

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "api/placeholder.h"
 #include "runtime/shared_output.h"
 
 namespace collie {
@@ -74,7 +75,7 @@ Tensor reduce(const Tensor& tensor, int dst, ReduceOp op, std::string_view group
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   // comm_func.reduce gives non-destination ranks a shape-[1] placeholder.
-  Tensor out = is_root ? detail::new_output_like(in) : Tensor::zeros({1}, tensor.dtype());
+  Tensor out = is_root ? detail::new_output_like(in) : detail::row_placeholder(tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Reduce, in, n, op, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {
@@ -105,8 +106,8 @@ Tensor gather_into_tensor(const Tensor& tensor, int dst, std::string_view group)
   std::optional<Tensor> in_copy;
   const Tensor& in = detail::contiguous_ref(tensor, in_copy);
   int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
-  Tensor out =
-      is_root ? detail::new_output_rows(in, rows * g->size()) : Tensor::zeros({1}, tensor.dtype());
+  Tensor out = is_root ? detail::new_output_rows(in, rows * g->size())
+                       : detail::row_placeholder(tensor.dtype());
   const size_t n = static_cast<size_t>(in.numel());
   WorkPtr w = g->submit(op_info(OpKind::Gather, in, n, ReduceOp::SUM, root, true), {&in, &out},
                         [&](Backend& b, const WorkPtr& work) {

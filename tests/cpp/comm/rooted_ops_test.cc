@@ -3,6 +3,7 @@
 // non-roots of reduce/gather get a shape-[1] tensor of zeros; sub-groups with unsorted
 // rank lists translate world roots through the creation order.
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "comm_test_util.h"
@@ -200,6 +201,39 @@ TEST(RootedOps, ScatterAndGatherDocstringShapes) {
       check_tensor(g, DType::Float32, {4, 2}, [](int64_t i) { return double(i % 4); }, "gather_into_tensor");
     } else {
       check_placeholder(g, DType::Float32, "gather_into_tensor");
+    }
+  });
+}
+
+// A non-root's placeholder is a zero of its own in every result, though each
+// thread hands the one of its dtype nobody holds any more out again: one
+// written to and dropped comes back zeroed, every byte, and one still held is
+// neither handed out again nor zeroed by a later call. reduce and
+// gather_into_tensor share the placeholder of a dtype.
+TEST(RootedOps, EveryNonRootPlaceholderIsAZeroOfItsOwn) {
+  run_ranks(3, [](int rank) {
+    const int root = 1;
+    for (DType dt : {DType::Int8, DType::Float64, DType::Float32}) {
+      for (int round = 0; round < 3; ++round) {
+        Tensor x = make_tensor({2}, dt, [&](int64_t i) { return pattern_value(dt, rank, i); });
+        Tensor r = reduce(x, root);
+        Tensor g = gather_into_tensor(x, root);
+        if (rank == root) continue;
+        check_placeholder(r, dt, "reduce round " + std::to_string(round));
+        check_placeholder(g, dt, "gather_into_tensor round " + std::to_string(round));
+        RCHECK(r.data_ptr() != g.data_ptr());         // both held: two placeholders
+        std::memset(r.data_ptr(), 0x5a, r.nbytes());  // written to, then dropped
+        std::memset(g.data_ptr(), 0x5a, g.nbytes());
+      }
+    }
+    Tensor held = reduce(Tensor::full({3}, rank, DType::Float32), root);
+    if (rank != root) std::memset(held.data_ptr(), 0x5a, held.nbytes());
+    Tensor later = gather_into_tensor(Tensor::full({3}, rank, DType::Float32), root);
+    if (rank == root) return;
+    RCHECK(later.data_ptr() != held.data_ptr());
+    check_placeholder(later, DType::Float32, "gather_into_tensor after a held reduce");
+    for (size_t b = 0; b < held.nbytes(); ++b) {
+      RCHECK_EQ(static_cast<const unsigned char*>(held.data_ptr())[b], 0x5a);  // not zeroed
     }
   });
 }
