@@ -145,20 +145,18 @@ bool StepOp::peers_freed(uint64_t step) const {
 // prefetched once the flags show instead (prefetch_ready_data). A prefetch is
 // only a hint: the data is read after the flag, as before.
 bool StepOp::peers_ready(uint64_t step) const {
-  if (prefetched_lines_ == 0) {
-    for (int p = 0; p < group_.size(); ++p) {
-      if (waits_for(p) && !published(group_, p, step)) return false;
-    }
-    return true;
-  }
   bool ready = true;
+  if (prefetched_lines_ == 0) {
+    for_each_awaited([&](int p) { ready &= published(group_, p, step); });
+    return ready;
+  }
   const int me = group_.rank();
-  for (int p = 0; p < group_.size(); ++p) {
-    if (!waits_for(p) || p == me) continue;
+  for_each_awaited([&](int p) {
+    if (p == me) return;
     ready &= published(group_, p, step);
     const uint8_t* data = data_of(p, step) + prefetch_offset_;
     for (unsigned l = 0; l < prefetched_lines_; ++l) __builtin_prefetch(data + 64 * l, 0, 3);
-  }
+  });
   return ready;
 }
 
@@ -207,11 +205,11 @@ bool StepOp::consume_arrivals() {
 void StepOp::prefetch_ready_data() const {
   if (lines_on_ready_ == 0) return;
   const int me = group_.rank();
-  for (int p = 0; p < group_.size(); ++p) {
-    if (!waits_for(p) || p == me) continue;
+  for_each_awaited([&](int p) {
+    if (p == me) return;
     const uint8_t* data = data_of(p, step_) + prefetch_offset_;
     for (unsigned l = 0; l < lines_on_ready_; ++l) __builtin_prefetch(data + 64 * l, 0, 3);
-  }
+  });
 }
 
 void StepOp::prefetch_peers_data(size_t offset, size_t bytes) {
@@ -249,12 +247,21 @@ uint8_t* StepOp::data_of(int p, uint64_t step) const {
   return group_.slot(p, step);
 }
 
+// consume() reads the data of the ranks the step waited for and its own, no
+// other's (their step may not show yet): those stay null, so that a read of one
+// fails at once instead of reading an earlier step's data.
+void StepOp::point_slots_at_step(std::vector<const uint8_t*>& slots) const {
+  if (source_ != kEveryRank) {
+    std::fill(slots.begin(), slots.end(), nullptr);
+    slots[static_cast<size_t>(group_.rank())] = data_of(group_.rank(), step_);
+  }
+  for_each_awaited([&](int p) { slots[static_cast<size_t>(p)] = data_of(p, step_); });
+}
+
 void StepOp::check_fingerprints(uint64_t step) const {
   // The common case, checked on the two words same_call() compares: no strings built.
   bool mismatch = false;
-  for (int p = 0; p < group_.size(); ++p) {
-    if (waits_for(p)) mismatch |= !stamped_with(group_, p, step, fingerprint_.words);
-  }
+  for_each_awaited([&](int p) { mismatch |= !stamped_with(group_, p, step, fingerprint_.words); });
   if (mismatch) {
     throw CommError(work()->info().describe() + kMismatch + describe_calls(group_, step));
   }
@@ -366,7 +373,7 @@ Progress StepOp::advance() {
     check_fingerprints(step_);
     compared_every_rank_ |= source_ == kEveryRank;
     std::vector<const uint8_t*>& slots = group_.step_slots;
-    for (int p = 0; p < group_.size(); ++p) slots[static_cast<size_t>(p)] = data_of(p, step_);
+    point_slots_at_step(slots);
     consume(index_, slots);
     // The fingerprints not waited for are compared later, unless an earlier
     // step of the call compared every rank's already (they are the same call's).

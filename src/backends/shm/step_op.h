@@ -218,12 +218,26 @@ class StepOp : public OpState {
   bool compared_every_rank_ = false;
   bool done_waiting() const { return index_ != done_index_ || done_with_me(); }
 
+  // Calls f(p) for each group rank p whose flag the current step waits for
+  // (waits_for), without a look at the others: an eager call's step waits for
+  // one rank or none, and its per-rank loops were a non-root's gather of 8 B ~300
+  // of its ~2,400 instructions with 8 ranks.
+  template <typename F>
+  void for_each_awaited(F&& f) const {
+    if (source_ == kEveryRank) {
+      for (int p = 0; p < group_.size(); ++p) f(p);
+    } else if (source_ >= 0) {
+      f(source_);
+    }
+  }
+
   bool peers_freed(uint64_t step) const;
   bool consume_arrivals();
   bool peers_ready(uint64_t step) const;
   void prefetch_ready_data() const;
   uint8_t* data_of(int group_rank, uint64_t step) const;
   void check_fingerprints(uint64_t step) const;
+  void point_slots_at_step(std::vector<const uint8_t*>& slots) const;
 };
 
 // Compares the group's unchecked eager calls (ShmGroup::unchecked), oldest first,
