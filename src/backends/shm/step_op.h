@@ -140,9 +140,12 @@ class StepOp : public OpState {
   // MPI's nonblocking exchanges do (4 ranks on 2 cores after a barrier: the
   // running ranks read each other's pieces before the others are scheduled).
   // Group ranks from 64 on go to consume() only. The same choice need not be
-  // made on every rank. Nothing changes in a group of 2 (above).
-  void consume_as_ranks_arrive(size_t index) {
-    if (group_.size() > 2) early_index_ = index;
+  // made on every rank. Nothing changes in a group of 2 (above), unless
+  // `with_two`: for a step whose parts are small, so that a rank that waits
+  // does its own part meanwhile instead of after its peer's flag shows, on the
+  // call's critical path.
+  void consume_as_ranks_arrive(size_t index, bool with_two = false) {
+    if (with_two || group_.size() > 2) early_index_ = index;
   }
   // Rank p's step `step` shows (p may be this rank; called once per rank and
   // step, before consume()): the op may read what it can of it. Its reads must
