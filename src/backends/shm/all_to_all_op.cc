@@ -278,8 +278,8 @@ class AllToAllOp final : public StepOp {
     // A compact step (the whole call in the lines) copies the own piece while
     // the rank waits for its peers, with 2 ranks too, not after their flags
     // show: 2 ranks, 8 B after a barrier, alternating launches, 0.78-0.88 ->
-    // 0.76-0.78 us; 32 B 0.77-0.82 -> 0.73-0.77. Not for pieces in the slots
-    // (512 B and 2 KiB: even or slower).
+    // 0.76-0.79 us; 32 B 0.77-0.82 -> 0.73-0.77. Not for pieces in the slots
+    // (512 B and 2 KiB: no clear gain).
     if (pulled(largest_from_peer, true)) {
       consume_as_ranks_arrive(0);
     } else if (compact_form_ != 0) {
