@@ -1,4 +1,4 @@
-"""Every comm_func operation on N ranks: dtypes, views, async handles, sub-groups, p2p, GIL.
+"""Every comm_func operation on N ranks: dtypes, placeholders, views, async handles, sub-groups, p2p, GIL.
 
 Each section checks exact results (small integers in every dtype, so even float16
 sums are exact), that inputs are never modified and that results are new arrays.
@@ -86,6 +86,33 @@ def dtypes_section(rank, size):
         expect = np.concatenate([data(i, shape, dtype)[rank * 2:(rank + 1) * 2] for i in range(size)])
         same(out, expect, f"all_to_all_single {dtype.__name__}")
         same(x, keep, f"input unchanged {dtype.__name__}")
+
+
+def placeholders_section(rank, size):
+    """A non-root's placeholder array is a zero of its own, though collie hands the
+    one nobody holds any more out again: written to and dropped, it comes back
+    zeroed; held, it is neither handed out again nor zeroed."""
+    x = data(rank, (2,), np.float64)
+    for round_ in range(3):
+        r = cf.reduce(x, 0)
+        g = cf.gather_into_tensor(x, dst=0)
+        if rank == 0:
+            continue
+        same(r, np.zeros([1], np.float64), f"reduce placeholder round {round_}")
+        same(g, np.zeros([1], np.float64), f"gather placeholder round {round_}")
+        assert not np.shares_memory(r, g), "two held placeholders share memory"
+        r[0] = 5.0  # written to, then dropped below
+        g[0] = 6.0
+        del r, g
+        gc.collect()
+    held = cf.reduce(x, 0)
+    if rank != 0:
+        held[0] = 7.0
+    later = cf.gather_into_tensor(x, dst=0)
+    if rank != 0:
+        assert not np.shares_memory(held, later), "a held placeholder was handed out again"
+        same(later, np.zeros([1], np.float64), "placeholder after a held one")
+        same(held, np.array([7.0]), "a held placeholder was zeroed")
 
 
 def bfloat16_section(rank, size):
@@ -369,5 +396,5 @@ def errors_section(rank, size):
 
 
 if __name__ == "__main__":
-    run_sections([dtypes_section, bfloat16_section, views_section, async_section, groups_section, p2p_section,
-                  gil_section, errors_section])
+    run_sections([dtypes_section, placeholders_section, bfloat16_section, views_section, async_section,
+                  groups_section, p2p_section, gil_section, errors_section])
